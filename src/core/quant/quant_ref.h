@@ -1,0 +1,37 @@
+// Scalar reference conversions for every weight format lumen computes with. Each function
+// converts a whole row of n elements (n a multiple of the type's block size). Bit layouts follow
+// the public ggml/GGUF format descriptions; the code is lumen's own. These are the oracles the
+// optimised kernels are tested against, so they favour clarity over speed.
+#pragma once
+
+#include <cstdint>
+
+namespace lumen {
+
+void to_float_f32(const void* src, float* dst, int64_t n);
+void to_float_f16(const void* src, float* dst, int64_t n);
+void to_float_bf16(const void* src, float* dst, int64_t n);
+void to_float_q4_0(const void* src, float* dst, int64_t n);
+void to_float_q4_1(const void* src, float* dst, int64_t n);
+void to_float_q5_0(const void* src, float* dst, int64_t n);
+void to_float_q5_1(const void* src, float* dst, int64_t n);
+void to_float_q8_0(const void* src, float* dst, int64_t n);
+void to_float_q2_k(const void* src, float* dst, int64_t n);
+void to_float_q3_k(const void* src, float* dst, int64_t n);
+void to_float_q4_k(const void* src, float* dst, int64_t n);
+void to_float_q5_k(const void* src, float* dst, int64_t n);
+void to_float_q6_k(const void* src, float* dst, int64_t n);
+void to_float_q8_k(const void* src, float* dst, int64_t n);
+void to_float_iq4_nl(const void* src, float* dst, int64_t n);
+
+void from_float_f32(const float* src, void* dst, int64_t n);
+void from_float_f16(const float* src, void* dst, int64_t n);
+void from_float_bf16(const float* src, void* dst, int64_t n);
+void from_float_q4_0(const float* src, void* dst, int64_t n);
+void from_float_q4_1(const float* src, void* dst, int64_t n);
+void from_float_q5_0(const float* src, void* dst, int64_t n);
+void from_float_q5_1(const float* src, void* dst, int64_t n);
+void from_float_q8_0(const float* src, void* dst, int64_t n);
+void from_float_q8_k(const float* src, void* dst, int64_t n);
+
+}  // namespace lumen

@@ -21,6 +21,11 @@ enum class GgmlType : uint32_t {
 // Scalar reference conversions of whole rows: n is a multiple of block_size.
 using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
 using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+// Dot product of one weight row (this type) with one activation row already converted to the
+// type's vec_dot_type (e.g. Q8_0 for Q4_0, Q8_K for the K-quants, F16 for F16), n elements.
+// This is how ggml computes quantized matmuls, and matching it is what lets lumen reproduce
+// llama.cpp's logits on quantized models.
+using VecDotFn = float (*)(int64_t n, const void* w_row, const void* a_row);
 
 struct TypeTraits {
   GgmlType type;
@@ -29,6 +34,8 @@ struct TypeTraits {
   size_t type_size;          // bytes per block
   ToFloatFn to_float;        // nullptr: lumen cannot compute with this type (yet)
   FromFloatFn from_float;    // nullptr: lumen cannot quantize to this type
+  GgmlType vec_dot_type;     // the activation format vec_dot pairs with
+  VecDotFn vec_dot;          // nullptr: no matmul support
 };
 
 // Traits of a type id read from a file; nullptr for an id that is not a known ggml type.

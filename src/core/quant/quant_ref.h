@@ -32,6 +32,23 @@ void from_float_q4_1(const float* src, void* dst, int64_t n);
 void from_float_q5_0(const float* src, void* dst, int64_t n);
 void from_float_q5_1(const float* src, void* dst, int64_t n);
 void from_float_q8_0(const float* src, void* dst, int64_t n);
+void from_float_q8_1(const float* src, void* dst, int64_t n);
 void from_float_q8_k(const float* src, void* dst, int64_t n);
+
+// Reference dot products: weight row (named type) x activation row (its vec_dot_type).
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q2_k(int64_t n, const void* w, const void* a);
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);
+float vec_dot_q4_k(int64_t n, const void* w, const void* a);
+float vec_dot_q5_k(int64_t n, const void* w, const void* a);
+float vec_dot_q6_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);
 
 }  // namespace lumen

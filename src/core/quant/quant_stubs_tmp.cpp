@@ -12,5 +12,7 @@ void to_float_bf16(const void* s, float* d, int64_t n) { auto p = (const uint16_
 STUB_TO(q4_0) STUB_TO(q4_1) STUB_TO(q5_0) STUB_TO(q5_1) STUB_TO(q8_0) STUB_TO(q2_k) STUB_TO(q3_k)
 STUB_TO(q4_k) STUB_TO(q5_k) STUB_TO(q6_k) STUB_TO(q8_k) STUB_TO(iq4_nl)
 STUB_FROM(f32) STUB_FROM(f16) STUB_FROM(bf16) STUB_FROM(q4_0) STUB_FROM(q4_1) STUB_FROM(q5_0)
-STUB_FROM(q5_1) STUB_FROM(q8_0) STUB_FROM(q8_k)
+STUB_FROM(q5_1) STUB_FROM(q8_0) STUB_FROM(q8_k) STUB_FROM(q8_1)
+#define STUB_DOT(n) float vec_dot_##n(int64_t, const void*, const void*) { fail("{} not implemented", #n); }
+STUB_DOT(f32) STUB_DOT(f16) STUB_DOT(bf16) STUB_DOT(q4_0) STUB_DOT(q4_1) STUB_DOT(q5_0) STUB_DOT(q5_1) STUB_DOT(q8_0) STUB_DOT(q2_k) STUB_DOT(q3_k) STUB_DOT(q4_k) STUB_DOT(q5_k) STUB_DOT(q6_k) STUB_DOT(iq4_nl)
 }

@@ -48,3 +48,47 @@ CommandResult run_cli(const std::string& args, const std::string& stdin_text) {
 }
 
 }  // namespace lumen::test
+
+namespace lumen::test {
+
+std::string sha256_of(const std::string& path) {
+  std::string cmd = "sha256sum '" + path + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  char buf[200] = {0};
+  std::string out;
+  if (fgets(buf, sizeof buf, p)) out = buf;
+  pclose(p);
+  return out.substr(0, out.find(' '));
+}
+
+bool sanitized_build() {
+  const char* s = std::getenv("LUMEN_SANITIZED");
+  return s && *s && std::string(s) != "0";
+}
+
+std::string synth_model(const std::string& file_name, const std::string& args, const std::string& sha256,
+                        std::string* why) {
+  const char* env = std::getenv("LUMEN_TEST_MODELS");
+  const std::string dir = env && *env ? env : std::filesystem::temp_directory_path().string() + "/lumen-test-models";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + file_name;
+  if (!std::filesystem::exists(path)) {
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    const std::string cmd = shared_path("tools/synth_gguf.py") + " " + args + " --out '" + tmp + "' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      if (why) *why = "synth_gguf.py failed (is python3-numpy installed?): " + cmd;
+      return "";
+    }
+    std::filesystem::rename(tmp, path);
+  }
+  const std::string got = sha256_of(path);
+  if (got != sha256) {
+    if (why) *why = file_name + ": sha256 " + got + " differs from the reference's " + sha256 + " (another numpy?)";
+    return "";
+  }
+  return path;
+}
+
+}  // namespace lumen::test

@@ -20,3 +20,15 @@ struct CommandResult {
 CommandResult run_cli(const std::string& args, const std::string& stdin_text = "");
 
 }  // namespace lumen::test
+
+namespace lumen::test {
+
+// Generates a synthetic model with ../shared/tools/synth_gguf.py (args after the script name)
+// into a cache folder (once; atomically) and returns its path, or "" with `why` set when it
+// cannot be made or its sha256 differs from `sha256` (another numpy draws other numbers).
+std::string synth_model(const std::string& file_name, const std::string& args,
+                        const std::string& sha256, std::string* why);
+std::string sha256_of(const std::string& path);
+bool sanitized_build();  // LUMEN_SANITIZED set: shrink the heaviest loops
+
+}  // namespace lumen::test

@@ -1,0 +1,62 @@
+// A persistent pool of worker threads for the per-token path. Workers are created once and
+// spin briefly, then sleep, between jobs; a job is a range split into chunks that threads claim
+// from an atomic counter (so uneven rows balance themselves). No allocation per job.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace lumen {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // n_threads includes the calling thread; >= 1
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int n_threads() const { return n_threads_; }
+
+  // Calls fn(begin, end, thread_index) over [0, n) in chunks of `grain` items, on all threads;
+  // returns when every chunk is done. fn must not throw (kernels do not).
+  template <class F>
+  void parallel_for(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    using Fn = std::remove_reference_t<F>;
+    Job job;
+    job.n = n;
+    job.grain = grain;
+    job.ctx = const_cast<void*>(static_cast<const void*>(&fn));
+    job.call = [](void* ctx, int64_t b, int64_t e, int t) { (*static_cast<Fn*>(ctx))(b, e, t); };
+    run(job);
+  }
+
+ private:
+  struct Job {
+    int64_t n = 0;
+    int64_t grain = 1;
+    void* ctx = nullptr;
+    void (*call)(void*, int64_t, int64_t, int) = nullptr;
+  };
+  void run(const Job& job);
+  void work(const Job& job, int thread_index);
+  void worker_loop(int thread_index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const Job* job_ = nullptr;
+  std::atomic<int64_t> next_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+}  // namespace lumen

@@ -1,0 +1,35 @@
+// Matrix products of a weight matrix (any supported GGUF type, rows = output features) with a
+// batch of F32 activation rows. As in ggml, activations are first converted to the weight type's
+// vec_dot_type (Q8_0 for Q4_0, Q8_K for K-quants, F16 for F16 ...), then each output is one
+// vec_dot of a weight row with an activation row. This file is the portable reference path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace lumen {
+
+class ThreadPool;
+
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  int64_t n_in = 0;   // ne[0]: row length (input features)
+  int64_t n_out = 0;  // ne[1]: rows (output features)
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+// Bytes of scratch matmul() needs for n_tokens activation rows of length n_in.
+size_t matmul_scratch_size(GgmlType weight_type, int64_t n_in, int64_t n_tokens);
+
+// y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i] for t < n_tokens, o < n_out.
+void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,
+            int64_t ldy, uint8_t* scratch, ThreadPool& pool);
+
+// One row of W as floats (embedding lookup): dst has w.n_in elements.
+void dequantize_row(const WeightMatrix& w, int64_t r, float* dst);
+
+}  // namespace lumen

@@ -1,0 +1,29 @@
+// Element-wise and per-row operations of the transformer layer, scalar reference versions.
+// Numerics follow ggml where it matters for reproducing llama.cpp's logits (e.g. RMSNorm's
+// sum of squares in double, RoPE angles built by repeated multiplication in float).
+#pragma once
+
+#include <cstdint>
+
+namespace lumen {
+
+// y = x / sqrt(mean(x^2) + eps) * w   (w may be null: no scale)
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+
+struct RopeParams {
+  int64_t n_rot = 0;           // rotated dims per head (even)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  bool neox = false;           // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
+  const float* freq_factors = nullptr;  // optional, n_rot/2 divisors of theta (Llama 3 scaling)
+};
+// Rotates n_heads heads of head_dim floats each (contiguous), at position pos.
+void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
+
+// In place: x = softmax(x) over n values.
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+}  // namespace lumen

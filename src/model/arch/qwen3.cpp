@@ -1,0 +1,15 @@
+// Architecture 'qwen3': the Llama-family decoder with these traits.
+#include "model/llama_family.h"
+#include "model/registry.h"
+
+namespace lumen {
+
+std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  LlamaFamilyTraits traits;
+  traits.rope_style = RopeStyle::NeoX;
+  traits.qkv_bias = false;
+  traits.qk_norm = true;
+  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
+}
+
+}  // namespace lumen

@@ -1,0 +1,238 @@
+#include "model/llama_family.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "kv/kv_cache.h"
+#include "model/weight_loader.h"
+
+namespace lumen {
+
+namespace {
+
+int default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace
+
+LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
+                                   const LlamaFamilyTraits& traits)
+    : Model(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
+  const ModelConfig& c = config_;
+  const GgufFile& f = *file_;
+  WeightLoader w(f);
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (!embd) fail("{}: missing tensor 'token_embd.weight'", f.path());
+  if (c.n_vocab == 0) config_.n_vocab = embd->ne[1];
+  tok_embd_ = w.matrix("token_embd.weight", c.n_embd, config_.n_vocab);
+  output_norm_ = w.vector("output_norm.weight", c.n_embd);
+  output_ = w.has("output.weight") ? w.matrix("output.weight", c.n_embd, config_.n_vocab) : tok_embd_;
+  if (w.has("rope_freqs.weight")) rope_freqs_ = w.vector("rope_freqs.weight", c.rope_dims / 2);
+
+  layers_.resize(c.n_layer);
+  for (int64_t i = 0; i < c.n_layer; i++) {
+    Layer& L = layers_[i];
+    auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+    L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+    L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+    L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+    L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+    L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+    if (traits_.qkv_bias) {
+      L.bq = w.vector(n("attn_q.bias"), c.q_dim());
+      L.bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
+      L.bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
+    }
+    if (traits_.qk_norm) {
+      L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
+      L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+    }
+    L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+    L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
+    L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
+    L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
+  }
+  for (const GgufTensorInfo& t : f.tensors())
+    if (t.name != "token_embd.weight" || output_.data == tok_embd_.data) weight_bytes_ += t.n_bytes;
+
+  rope_.n_rot = c.rope_dims;
+  rope_.freq_base = c.rope_freq_base;
+  rope_.freq_scale = c.rope_freq_scale;
+  rope_.neox = c.rope_style == RopeStyle::NeoX;
+  rope_.freq_factors = rope_freqs_;
+
+  const int n_threads = options_.n_threads > 0 ? options_.n_threads : default_threads();
+  pool_ = std::make_unique<ThreadPool>(n_threads);
+  if (options_.n_batch < 1) fail("n_batch must be at least 1");
+  const int64_t nb = options_.n_batch;
+  x_.resize(nb * c.n_embd);
+  xn_.resize(nb * c.n_embd);
+  q_.resize(nb * c.q_dim());
+  k_.resize(nb * c.kv_dim_k());
+  v_.resize(nb * c.kv_dim_v());
+  attn_.resize(nb * c.q_dim());
+  gate_.resize(nb * c.n_ff);
+  up_.resize(nb * c.n_ff);
+  out_rows_.resize(nb * c.n_embd);
+  size_t scratch = 0;
+  for (const WeightMatrix* m : {&tok_embd_, &output_}) scratch = std::max(scratch, matmul_scratch_size(m->type, m->n_in, nb));
+  for (const Layer& L : layers_)
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      scratch = std::max(scratch, matmul_scratch_size(m->type, m->n_in, nb));
+  scratch_.resize(scratch);
+}
+
+void LlamaFamilyModel::validate(const Batch& batch, const KvCache& kv) const {
+  const int64_t n = batch.size();
+  if (n == 0) fail("empty batch");
+  if (n > options_.n_batch) fail("batch of {} tokens exceeds n_batch {}", n, options_.n_batch);
+  if (batch.positions.size() != batch.tokens.size() || batch.seq_ids.size() != batch.tokens.size() ||
+      batch.want_logits.size() != batch.tokens.size())
+    fail("malformed batch: field sizes differ");
+  std::map<int32_t, int64_t> next;  // seq -> expected next position
+  for (int64_t i = 0; i < n; i++) {
+    const int32_t tok = batch.tokens[i], pos = batch.positions[i], seq = batch.seq_ids[i];
+    if (tok < 0 || tok >= config_.n_vocab) fail("token id {} is outside the vocabulary (0..{})", tok, config_.n_vocab - 1);
+    if (seq < 0 || seq >= kv.n_seq()) fail("sequence id {} is outside the KV cache's {} slots", seq, kv.n_seq());
+    if (pos < 0) fail("negative position {}", pos);
+    if (pos >= kv.n_ctx())
+      fail("sequence {} would pass the context length: position {} >= n_ctx {}", seq, pos, kv.n_ctx());
+    auto it = next.find(seq);
+    if (it == next.end()) {
+      if (pos > kv.seq_length(seq))
+        fail("sequence {}: position {} leaves a gap after the {} cached positions", seq, pos, kv.seq_length(seq));
+      next[seq] = pos + 1;
+    } else {
+      if (pos != it->second) fail("sequence {}: positions in a batch must be consecutive ({} after {})", seq, pos, it->second - 1);
+      it->second++;
+    }
+  }
+}
+
+void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
+  validate(batch, kv);
+  const ModelConfig& c = config_;
+  const int64_t n = batch.size();
+  ThreadPool& pool = *pool_;
+  // A sequence restarting at an earlier position overwrites its cached tail.
+  for (int64_t i = 0; i < n; i++)
+    if (batch.positions[i] < kv.seq_length(batch.seq_ids[i])) kv.truncate(batch.seq_ids[i], batch.positions[i]);
+
+  for (int64_t t = 0; t < n; t++) dequantize_row(tok_embd_, batch.tokens[t], &x_[t * c.n_embd]);
+
+  for (int64_t il = 0; il < c.n_layer; il++) {
+    const Layer& L = layers_[il];
+    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.attn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
+    });
+    matmul(L.wq, xn_.data(), c.n_embd, n, q_.data(), c.q_dim(), scratch_.data(), pool);
+    matmul(L.wk, xn_.data(), c.n_embd, n, k_.data(), c.kv_dim_k(), scratch_.data(), pool);
+    matmul(L.wv, xn_.data(), c.n_embd, n, v_.data(), c.kv_dim_v(), scratch_.data(), pool);
+    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++) {
+        float* q = &q_[t * c.q_dim()];
+        float* k = &k_[t * c.kv_dim_k()];
+        float* v = &v_[t * c.kv_dim_v()];
+        if (L.bq) {
+          for (int64_t i = 0; i < c.q_dim(); i++) q[i] += L.bq[i];
+          for (int64_t i = 0; i < c.kv_dim_k(); i++) k[i] += L.bk[i];
+          for (int64_t i = 0; i < c.kv_dim_v(); i++) v[i] += L.bv[i];
+        }
+        if (L.q_norm) {
+          for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, L.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
+          for (int64_t h = 0; h < c.n_head_kv; h++) rms_norm(k + h * c.head_dim_k, L.k_norm, k + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
+        }
+        rope(q, c.n_head, c.head_dim_k, batch.positions[t], rope_);
+        rope(k, c.n_head_kv, c.head_dim_k, batch.positions[t], rope_);
+        kv.store(il, batch.seq_ids[t], batch.positions[t], k, v);
+      }
+    });
+    attention(batch, kv, il);
+    matmul(L.wo, attn_.data(), c.q_dim(), n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
+    for (int64_t i = 0; i < n * c.n_embd; i++) x_[i] += out_rows_[i];
+
+    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.ffn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
+    });
+    matmul(L.w_gate, xn_.data(), c.n_embd, n, gate_.data(), c.n_ff, scratch_.data(), pool);
+    matmul(L.w_up, xn_.data(), c.n_embd, n, up_.data(), c.n_ff, scratch_.data(), pool);
+    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++) swiglu(&gate_[t * c.n_ff], &up_[t * c.n_ff], &gate_[t * c.n_ff], c.n_ff);
+    });
+    matmul(L.w_down, gate_.data(), c.n_ff, n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
+    for (int64_t i = 0; i < n * c.n_embd; i++) x_[i] += out_rows_[i];
+  }
+  for (int64_t t = 0; t < n; t++) {
+    const int64_t seq = batch.seq_ids[t];
+    kv.set_seq_length(seq, std::max<int64_t>(kv.seq_length(seq), batch.positions[t] + 1));
+  }
+
+  // Final norm and the output projection, only for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t t = 0; t < n; t++) {
+    if (!batch.want_logits[t]) continue;
+    rms_norm(&x_[t * c.n_embd], output_norm_, &xn_[n_out * c.n_embd], c.n_embd, c.rms_eps);
+    n_out++;
+  }
+  if (n_out > 0) matmul(output_, xn_.data(), c.n_embd, n_out, logits, c.n_vocab, scratch_.data(), pool);
+}
+
+void LlamaFamilyModel::attention(const Batch& batch, const KvCache& kv, int64_t il) {
+  const ModelConfig& c = config_;
+  const int64_t n = batch.size();
+  const int64_t hd = c.head_dim_k;
+  const int64_t group = c.n_head / c.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n_threads = pool_->n_threads();
+  if (scores_stride_ < kv.n_ctx()) {
+    // Sized for the largest cache seen; a cache's n_ctx does not change.
+    scores_stride_ = kv.n_ctx();
+    scores_.assign(static_cast<size_t>(scores_stride_) * n_threads + static_cast<size_t>(hd) * n_threads, 0.0f);
+  }
+  const bool f16 = kv.dtype() == GgmlType::F16;
+  pool_->parallel_for(n * c.n_head, 1, [&](int64_t b, int64_t e, int thread) {
+    float* scores = &scores_[static_cast<size_t>(thread) * scores_stride_];
+    float* tmp = &scores_[static_cast<size_t>(scores_stride_) * n_threads + static_cast<size_t>(thread) * hd];
+    for (int64_t job = b; job < e; job++) {
+      const int64_t t = job / c.n_head, h = job % c.n_head, hk = h / group;
+      const int64_t seq = batch.seq_ids[t], n_kv = batch.positions[t] + 1;  // causal
+      const float* q = &q_[t * c.q_dim() + h * hd];
+      for (int64_t j = 0; j < n_kv; j++) {
+        const uint8_t* kr = kv.k_row(il, seq, j) + static_cast<size_t>(hk * hd) * (f16 ? 2 : 4);
+        float s = 0.0f;
+        if (f16) {
+          const auto* k = reinterpret_cast<const uint16_t*>(kr);
+          for (int64_t i = 0; i < hd; i++) s += q[i] * fp16_to_fp32(k[i]);
+        } else {
+          const auto* k = reinterpret_cast<const float*>(kr);
+          for (int64_t i = 0; i < hd; i++) s += q[i] * k[i];
+        }
+        scores[j] = s * scale;
+      }
+      softmax(scores, n_kv);
+      std::fill(tmp, tmp + hd, 0.0f);
+      for (int64_t j = 0; j < n_kv; j++) {
+        const uint8_t* vr = kv.v_row(il, seq, j) + static_cast<size_t>(hk * hd) * (f16 ? 2 : 4);
+        const float p = scores[j];
+        if (f16) {
+          const auto* v = reinterpret_cast<const uint16_t*>(vr);
+          for (int64_t i = 0; i < hd; i++) tmp[i] += p * fp16_to_fp32(v[i]);
+        } else {
+          const auto* v = reinterpret_cast<const float*>(vr);
+          for (int64_t i = 0; i < hd; i++) tmp[i] += p * v[i];
+        }
+      }
+      std::copy(tmp, tmp + hd, &attn_[t * c.q_dim() + h * hd]);
+    }
+  });
+}
+
+}  // namespace lumen

@@ -1,0 +1,58 @@
+// The decoder shared by the Llama family (llama, qwen2, qwen3, ...): pre-norm blocks of
+// RMSNorm -> grouped-query self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN ->
+// residual. Architectures differ only in the traits below (and their own file says which).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/model.h"
+
+namespace lumen {
+
+struct LlamaFamilyTraits {
+  RopeStyle rope_style = RopeStyle::Adjacent;
+  bool qkv_bias = false;  // qwen2: biases on Q, K, V
+  bool qk_norm = false;   // qwen3: RMSNorm over each head of Q and K before RoPE
+};
+
+class LlamaFamilyModel : public Model {
+ public:
+  LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, const LlamaFamilyTraits& traits);
+
+  void forward(const Batch& batch, KvCache& kv, float* logits) override;
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  struct Layer {
+    const float* attn_norm = nullptr;
+    WeightMatrix wq, wk, wv, wo;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
+    const float *q_norm = nullptr, *k_norm = nullptr;
+    const float* ffn_norm = nullptr;
+    WeightMatrix w_gate, w_up, w_down;
+  };
+
+  void validate(const Batch& batch, const KvCache& kv) const;
+  void attention(const Batch& batch, const KvCache& kv, int64_t layer);
+
+  LlamaFamilyTraits traits_;
+  WeightMatrix tok_embd_, output_;
+  const float* output_norm_ = nullptr;
+  const float* rope_freqs_ = nullptr;
+  std::vector<Layer> layers_;
+  size_t weight_bytes_ = 0;
+  RopeParams rope_;
+  std::unique_ptr<ThreadPool> pool_;
+
+  // Workspace, sized once for n_batch tokens: nothing is allocated per token.
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_rows_;
+  std::vector<float> scores_;  // per thread: n_ctx_max floats
+  std::vector<uint8_t> scratch_;
+  int64_t scores_stride_ = 0;
+};
+
+}  // namespace lumen

@@ -1,0 +1,41 @@
+// Hyper-parameters of a decoder-only transformer, read from `{arch}.*` GGUF keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace lumen {
+
+class GgufFile;
+
+enum class RopeStyle {
+  Adjacent,  // rotate (x[2i], x[2i+1]): how llama GGUF files store Q/K ("normal" in ggml)
+  NeoX,      // rotate (x[i], x[i + d/2]): qwen2, qwen3
+};
+
+struct ModelConfig {
+  std::string arch;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_ff = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim_k = 0;  // key_length (default n_embd / n_head)
+  int64_t head_dim_v = 0;  // value_length (default head_dim_k)
+  float rms_eps = 1e-5f;
+  float rope_freq_base = 10000.0f;
+  int64_t rope_dims = 0;       // rotated dimensions per head (default head_dim_k)
+  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  RopeStyle rope_style = RopeStyle::Adjacent;
+
+  int64_t q_dim() const { return n_head * head_dim_k; }
+  int64_t kv_dim_k() const { return n_head_kv * head_dim_k; }
+  int64_t kv_dim_v() const { return n_head_kv * head_dim_v; }
+
+  // Reads and validates the keys; throws Error naming the file and key.
+  static ModelConfig from_gguf(const GgufFile& f, RopeStyle rope_style);
+};
+
+}  // namespace lumen

@@ -1,0 +1,39 @@
+#include "model/weight_loader.h"
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+
+namespace lumen {
+
+bool WeightLoader::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+WeightMatrix WeightLoader::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+  const GgufTensorInfo* t = file_.find_tensor(name);
+  if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  if (t->n_dims > 2 || t->ne[0] != n_in || t->ne[1] != n_out)
+    fail("{}: tensor '{}' has shape {}, expected [{}, {}]", file_.path(), name, t->shape_string(), n_in, n_out);
+  const TypeTraits& tr = type_traits(t->type);
+  if (!tr.vec_dot || !tr.to_float)
+    fail("{}: tensor '{}' has type {}, which lumen cannot compute with yet", file_.path(), name, tr.name);
+  WeightMatrix w;
+  w.type = t->type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.data = t->data;
+  w.row_bytes = row_size(t->type, n_in);
+  return w;
+}
+
+const float* WeightLoader::vector(const std::string& name, int64_t n) const {
+  const GgufTensorInfo* t = file_.find_tensor(name);
+  if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  if (t->n_elements() != n || t->ne[0] != n)
+    fail("{}: tensor '{}' has shape {}, expected [{}]", file_.path(), name, t->shape_string(), n);
+  if (t->type != GgmlType::F32)
+    fail("{}: tensor '{}' has type {}, expected F32", file_.path(), name, type_name(t->type));
+  if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
+    fail("{}: tensor '{}' is not 4-byte aligned", file_.path(), name);
+  return reinterpret_cast<const float*>(t->data);
+}
+
+}  // namespace lumen

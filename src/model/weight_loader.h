@@ -1,0 +1,31 @@
+// Fetches weight tensors from a GGUF file by name, checking type support and shape, so a
+// missing or misshapen tensor is an error that names it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/matmul.h"
+
+namespace lumen {
+
+class GgufFile;
+
+class WeightLoader {
+ public:
+  explicit WeightLoader(const GgufFile& file) : file_(file) {}
+
+  bool has(const std::string& name) const;
+  // A 2-D matrix of n_out rows of n_in; its type must support matmul.
+  WeightMatrix matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // A 1-D F32 vector of n elements (norm weights, biases).
+  const float* vector(const std::string& name, int64_t n) const;
+  const float* optional_vector(const std::string& name, int64_t n) const {
+    return has(name) ? vector(name, n) : nullptr;
+  }
+
+ private:
+  const GgufFile& file_;
+};
+
+}  // namespace lumen

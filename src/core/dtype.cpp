@@ -22,7 +22,7 @@ constexpr TypeTraits kTraits[] = {
     {GgmlType::Q5_0, "Q5_0", 32, 22, to_float_q5_0, from_float_q5_0, GgmlType::Q8_0, vec_dot_q5_0},
     {GgmlType::Q5_1, "Q5_1", 32, 24, to_float_q5_1, from_float_q5_1, GgmlType::Q8_1, vec_dot_q5_1},
     {GgmlType::Q8_0, "Q8_0", 32, 34, to_float_q8_0, from_float_q8_0, GgmlType::Q8_0, vec_dot_q8_0},
-    {GgmlType::Q8_1, "Q8_1", 32, 36, nullptr, from_float_q8_1, GgmlType::Q8_1, nullptr},
+    {GgmlType::Q8_1, "Q8_1", 32, 36, to_float_q8_1, from_float_q8_1, GgmlType::Q8_1, nullptr},
     {GgmlType::Q2_K, "Q2_K", 256, 84, to_float_q2_k, nullptr, GgmlType::Q8_K, vec_dot_q2_k},
     {GgmlType::Q3_K, "Q3_K", 256, 110, to_float_q3_k, nullptr, GgmlType::Q8_K, vec_dot_q3_k},
     {GgmlType::Q4_K, "Q4_K", 256, 144, to_float_q4_k, nullptr, GgmlType::Q8_K, vec_dot_q4_k},

@@ -16,6 +16,7 @@ void to_float_q4_1(const void* src, float* dst, int64_t n);
 void to_float_q5_0(const void* src, float* dst, int64_t n);
 void to_float_q5_1(const void* src, float* dst, int64_t n);
 void to_float_q8_0(const void* src, float* dst, int64_t n);
+void to_float_q8_1(const void* src, float* dst, int64_t n);
 void to_float_q2_k(const void* src, float* dst, int64_t n);
 void to_float_q3_k(const void* src, float* dst, int64_t n);
 void to_float_q4_k(const void* src, float* dst, int64_t n);
@@ -31,9 +32,15 @@ void from_float_q4_0(const float* src, void* dst, int64_t n);
 void from_float_q4_1(const float* src, void* dst, int64_t n);
 void from_float_q5_0(const float* src, void* dst, int64_t n);
 void from_float_q5_1(const float* src, void* dst, int64_t n);
+// Q8_0/Q8_1/Q8_K here are the activation quantizers of llama.cpp's x86 matmul path (Q8_0/Q8_1
+// round ties to even, see quant_ref_legacy.cpp); the other block types are weight quantizers
+// reproducing ggml's reference quantizers (quantize_row_*_ref, what llama-quantize writes
+// without an importance matrix).
 void from_float_q8_0(const float* src, void* dst, int64_t n);
 void from_float_q8_1(const float* src, void* dst, int64_t n);
 void from_float_q8_k(const float* src, void* dst, int64_t n);
+// Q8_0 as a weight format: ggml's quantize_row_q8_0_ref (roundf, ties away from zero).
+void from_float_q8_0_weights(const float* src, void* dst, int64_t n);
 
 // Reference dot products: weight row (named type) x activation row (its vec_dot_type).
 float vec_dot_f32(int64_t n, const void* w, const void* a);

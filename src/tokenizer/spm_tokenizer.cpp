@@ -1,0 +1,134 @@
+#include "tokenizer/spm_tokenizer.h"
+
+#include <queue>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace lumen {
+
+namespace {
+
+// Length of the UTF-8 sequence a lead byte announces (continuation bytes count as 1).
+size_t utf8_len(unsigned char c) {
+  static const size_t lookup[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return lookup[c >> 4];
+}
+
+struct Symbol {
+  int prev;
+  int next;
+  size_t offset;  // into the text
+  size_t n;       // bytes; 0 once merged into its left neighbour
+};
+
+struct Bigram {
+  int left;
+  int right;
+  float score;
+  size_t size;
+};
+
+// Highest score first; among equal scores the leftmost pair.
+struct BigramOrder {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  }
+};
+
+class SpmSession {
+ public:
+  SpmSession(const Vocab& vocab, std::string_view text) : vocab_(vocab), text_(text) {}
+
+  void run(std::vector<TokenId>& out) {
+    for (size_t off = 0; off < text_.size();) {
+      const size_t n = std::min(utf8_len(static_cast<unsigned char>(text_[off])), text_.size() - off);
+      const int index = static_cast<int>(symbols_.size());
+      symbols_.push_back({index - 1, off + n == text_.size() ? -1 : index + 1, off, n});
+      off += n;
+    }
+    for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) try_add(i - 1, i);
+    while (!queue_.empty()) {
+      const Bigram b = queue_.top();
+      queue_.pop();
+      Symbol& l = symbols_[b.left];
+      Symbol& r = symbols_[b.right];
+      // Stale: one side was merged away, or grew, since the pair was queued.
+      if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
+      l.n += r.n;
+      r.n = 0;
+      l.next = r.next;
+      if (r.next >= 0) symbols_[r.next].prev = b.left;
+      try_add(l.prev, b.left);
+      try_add(b.left, l.next);
+    }
+    for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) resegment(symbols_[i], out);
+  }
+
+ private:
+  std::string_view view(const Symbol& s) const { return text_.substr(s.offset, s.n); }
+
+  void try_add(int left, int right) {
+    if (left == -1 || right == -1) return;
+    const size_t size = symbols_[left].n + symbols_[right].n;
+    const TokenId id = vocab_.find(text_.substr(symbols_[left].offset, size));
+    if (id == kTokenNull) return;
+    queue_.push({left, right, vocab_.token(id).score, size});
+    history_.push_back({left, right, 0.0f, size});
+  }
+
+  // A final symbol that is not a token: split it back into the pair it was merged from (never
+  // happens for merged symbols, which are tokens by construction, but llama.cpp keeps the rule),
+  // else emit its bytes as byte tokens.
+  void resegment(const Symbol& s, std::vector<TokenId>& out) {
+    const std::string_view piece = view(s);
+    if (const TokenId id = vocab_.find(piece); id != kTokenNull) {
+      out.push_back(id);
+      return;
+    }
+    if (!rev_built_) {
+      for (const Bigram& b : history_) rev_merge_[text_.substr(symbols_[b.left].offset, b.size)] = {b.left, b.right};
+      rev_built_ = true;
+    }
+    if (auto it = rev_merge_.find(piece); it != rev_merge_.end()) {
+      const auto [a, b] = it->second;
+      resegment(symbols_[a], out);
+      resegment(symbols_[b], out);
+      return;
+    }
+    for (char c : piece) {
+      const TokenId id = vocab_.byte_to_token(static_cast<uint8_t>(c));
+      if (id == kTokenNull)
+        fail("{}: cannot tokenize the text: '{}' is not in the vocabulary, which has no byte-fallback tokens",
+             vocab_.source(), printable(piece));
+      out.push_back(id);
+    }
+  }
+
+  static std::string printable(std::string_view s) {
+    std::string r;
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f) r += fmt::format("\\x{:02x}", u);
+      else r += c;
+    }
+    return r;
+  }
+
+  const Vocab& vocab_;
+  std::string_view text_;
+  std::vector<Symbol> symbols_;
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
+  std::vector<Bigram> history_;
+  bool rev_built_ = false;
+  std::unordered_map<std::string_view, std::pair<int, int>> rev_merge_;
+};
+
+}  // namespace
+
+void SpmTokenizer::encode(std::string_view text, std::vector<TokenId>& out) const {
+  SpmSession session(vocab_, text);
+  session.run(out);
+}
+
+}  // namespace lumen

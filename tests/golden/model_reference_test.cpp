@@ -27,6 +27,8 @@ struct Case {
   double margin;          // greedy ids compared while recorded margin >= this
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.json_rel; }
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string s = std::filesystem::path(info.param.json_rel).stem().string();
   for (char& c : s)

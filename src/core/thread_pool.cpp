@@ -9,7 +9,7 @@ namespace lumen {
 namespace {
 // How long a worker spins for the next job before sleeping: decode issues a job every few
 // microseconds, so sleeping between them would cost more than the work.
-constexpr int kSpinIterations = 200000;
+constexpr int kSpinIterations = 50000;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -50,7 +50,11 @@ void ThreadPool::run(const Job& job) {
   }
   wake_.notify_all();
   work(job, 0);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Spin briefly, then yield: on a loaded machine the worker we wait for may need this core.
+  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; i++) {
+    if (i < 4096) _mm_pause();
+    else std::this_thread::yield();
+  }
 }
 
 void ThreadPool::worker_loop(int thread_index) {
@@ -58,7 +62,8 @@ void ThreadPool::worker_loop(int thread_index) {
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
     for (int i = 0; g == seen && i < kSpinIterations; i++) {
-      _mm_pause();
+      if (i < 4096) _mm_pause();
+      else std::this_thread::yield();
       g = generation_.load(std::memory_order_acquire);
     }
     if (g == seen) {

@@ -1,13 +1,57 @@
-// Placeholder: `lumen perplexity` is not implemented yet.
+// `lumen perplexity -m FILE -f TEXT [-c N] [--chunks K]`: llama-perplexity's method (see
+// src/engine/perplexity.h), with a progress line per chunk and the estimate on the last line.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
 #include "commands.h"
 #include "core/error.h"
+#include "engine/perplexity.h"
+#include "model/model.h"
+#include "model_options.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lumen::cli {
 
 void register_perplexity(CLI::App& app) {
-  auto* cmd = app.add_subcommand("perplexity", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { fail("'perplexity' is not implemented yet"); });
+  static ModelArgs margs;
+  static std::string text_file;
+  static int64_t n_chunks = -1;
+  auto* cmd = app.add_subcommand("perplexity", "perplexity of a text, by llama-perplexity's method");
+  margs.add_to(cmd);
+  margs.n_ctx = 512;
+  cmd->add_option("-f,--file", text_file, "text file")->required();
+  cmd->add_option("--chunks", n_chunks, "most chunks to evaluate (default: all)");
+  cmd->callback([] {
+    std::ifstream in(text_file, std::ios::binary);
+    if (!in) fail("{}: cannot read the text file", text_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (!text.empty() && text.back() == '\n') text.pop_back();  // exactly one, as llama.cpp does
+
+    ModelArgs args = margs;
+    if (args.n_batch < args.n_ctx) args.n_batch = args.n_ctx;  // one chunk per forward pass
+    auto m = load_model(args);
+    const int64_t n_ctx = margs.n_ctx;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<int32_t> tokens = m->tokenizer->encode(text, /*add_special=*/true, /*parse_special=*/false);
+    const int64_t avail = static_cast<int64_t>(tokens.size()) / n_ctx;
+    const int64_t total = n_chunks > 0 ? std::min(n_chunks, avail) : avail;
+    fmt::print(stderr, "{}: {} tokens, {} chunks of {}\n", text_file, tokens.size(), total, n_ctx);
+    const int32_t bos = m->tokenizer->bos_id() >= 0 ? m->tokenizer->bos_id() : tokens.at(0);
+    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, [&](int64_t i, double ppl) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fmt::print(stderr, "\r[{}/{}] ppl {:.4f}  ({:.1f} s, {:.2f} s/chunk)", i + 1, total, ppl, s, s / (i + 1));
+      fflush(stderr);
+    });
+    fmt::print(stderr, "\n");
+    for (size_t i = 0; i < r.running_ppl.size(); i++) fmt::print("[{}]{:.4f},", i + 1, r.running_ppl[i]);
+    fmt::print("\n");
+    fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f}\n", r.ppl, r.ppl_stderr);
+  });
 }
 
 }  // namespace lumen::cli

@@ -1,0 +1,123 @@
+// `lumen run` and `lumen perplexity` driven as a user would.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace lumen {
+namespace {
+
+using nlohmann::json;
+
+class RunCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::shared_exists("models/stories260K.gguf")) GTEST_SKIP() << "no shared models";
+    ref_ = json::parse(test::read_file(test::shared_path("reference/stories260K.json")));
+    model_ = "-m " + test::shared_path("models/stories260K.gguf") + " -t 2";
+  }
+  json ref_;
+  std::string model_;
+};
+
+TEST_F(RunCli, PrintsTheReferenceStoryAndTimings) {
+  const json& p = ref_["prompts"][0];
+  ASSERT_EQ(p["text"], "Once upon a time");
+  auto r = test::run_cli("run " + model_ + " -p 'Once upon a time' -n 48");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Once upon a time" + p["greedy_f32_attention"]["generated_text"].get<std::string>());
+  for (const char* line : {"prompt tokens:", "TTFT:", "prefill:", "decode:", "ITL:", "p50", "p99"})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << " missing from:\n" << r.err;
+}
+
+TEST_F(RunCli, DefaultModelWithoutDashM) {
+  // Without -m, lumen uses $LUMEN_MODEL, else $LUMEN_SHARED/models/stories260K.gguf.
+  setenv("LUMEN_SHARED", test::shared_dir().c_str(), 1);
+  auto r = test::run_cli("run -t 2 -p 'Once upon a time' -n 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["prompt_tokens"], ref_["prompts"][0]["tokens_with_bos"]);
+}
+
+TEST_F(RunCli, JsonHasTokensTextAndTimings) {
+  for (const json& p : ref_["prompts"]) {
+    const json& rec = p["greedy_f32_attention"];
+    auto r = test::run_cli("run " + model_ + " --json -n 48 -p '" + p["text"].get<std::string>() + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["prompt_tokens"], rec["prompt_token_ids"]) << p["text"];
+    EXPECT_EQ(j["tokens"], rec["generated_token_ids"]) << p["text"];
+    EXPECT_EQ(j["text"], rec["generated_text"]);
+    for (const char* k : {"ttft_ms", "prefill_tok_s", "decode_tok_s", "itl_ms_mean", "itl_ms_p50", "itl_ms_p99"})
+      EXPECT_TRUE(j["timings"].contains(k)) << k;
+  }
+}
+
+TEST_F(RunCli, LogitBiasBansAToken) {
+  auto base = json::parse(test::run_cli("run " + model_ + " --json -n 8 -p 'Once upon a time'").out);
+  const int first = base["tokens"][0];
+  auto r = test::run_cli("run " + model_ + " --json -n 8 -p 'Once upon a time' --logit-bias " + std::to_string(first) + "=-inf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  for (auto& t : j["tokens"]) EXPECT_NE(t.get<int>(), first);
+}
+
+TEST_F(RunCli, SameSeedSameText) {
+  const std::string cmd = "run " + model_ + " --json -n 24 --temp 1.0 --top-k 0 --top-p 1 --min-p 0 -p 'The little dog' --seed ";
+  auto a = json::parse(test::run_cli(cmd + "7").out);
+  auto b = json::parse(test::run_cli(cmd + "7").out);
+  auto c = json::parse(test::run_cli(cmd + "8").out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_NE(a["tokens"], c["tokens"]);
+}
+
+TEST_F(RunCli, PromptsFromStdin) {
+  auto r = test::run_cli("run " + model_ + " --json -n 4", "Once upon a time\nThe little dog\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int lines = 0;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    EXPECT_NO_THROW(json::parse(line));
+    lines++;
+  }
+  EXPECT_EQ(lines, 2);
+}
+
+TEST_F(RunCli, ClearErrors) {
+  auto r = test::run_cli("run -m /nonexistent.gguf -p hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent.gguf"), std::string::npos) << r.err;
+  r = test::run_cli("run " + model_ + " -c 4 -p 'Once upon a time there was'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+  r = test::run_cli("run " + model_ + " -p hi --logit-bias abc");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("logit-bias"), std::string::npos) << r.err;
+  r = test::run_cli("run " + model_ + " -p hi --top-p 2");
+  EXPECT_NE(r.exit_code, 0);
+}
+
+TEST_F(RunCli, StopsAtContextEnd) {
+  auto r = test::run_cli("run " + model_ + " --json -c 12 -n 100 -p 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  EXPECT_EQ(j["stop_reason"], "context");
+  EXPECT_EQ(j["prompt_tokens"].size() + j["tokens"].size(), 13u);  // the last token is sampled, not evaluated
+}
+
+TEST_F(RunCli, PerplexityMatchesReference) {
+  const json& e = ref_["perplexity"][0];
+  const auto running = e["variant_f32_attention"]["running_ppl_per_chunk"].get<std::vector<double>>();
+  auto r = test::run_cli("perplexity " + model_ + " -c 128 --chunks 4 -f /usr/share/common-licenses/GPL-3");
+  if (r.exit_code != 0 && r.err.find("GPL-3") != std::string::npos) GTEST_SKIP() << "no GPL-3 text";
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto pos = r.out.rfind("Final estimate: PPL = ");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  const double ppl = std::stod(r.out.substr(pos + 22));
+  EXPECT_NEAR(ppl, running[3], running[3] * 1e-4);
+}
+
+}  // namespace
+}  // namespace lumen

@@ -103,6 +103,66 @@ TEST(Quant, ZeroBlocksStayZero) {
   }
 }
 
+// Formats whose quantizers search for scales: relative RMS error on N(0, 0.02) weights, bounded
+// at about 1.2x what ggml's reference quantizers reach (the golden test checks the bytes).
+TEST(Quant, SearchingQuantizersRmsError) {
+  const struct {
+    GgmlType type;
+    double max_rel_rms;
+  } cases[] = {{GgmlType::Q2_K, 0.35},  {GgmlType::Q3_K, 0.18},  {GgmlType::Q4_K, 0.085},
+               {GgmlType::Q5_K, 0.043}, {GgmlType::Q6_K, 0.022}, {GgmlType::IQ4_NL, 0.09}};
+  const std::vector<float> x = random_floats(4096, 11, 0.02f);
+  double sum_x2 = 0;
+  for (float v : x) sum_x2 += static_cast<double>(v) * v;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(type_name(c.type));
+    const FromFloatFn q = weight_quantizer(c.type);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q, type_traits(c.type).from_float);
+    std::vector<uint8_t> packed(row_size(c.type, 4096));
+    q(x.data(), packed.data(), 4096);
+    const std::vector<float> y = dequantize(c.type, packed.data(), x.size());
+    double err = 0;
+    for (size_t i = 0; i < x.size(); i++) err += (static_cast<double>(x[i]) - y[i]) * (x[i] - y[i]);
+    EXPECT_LE(std::sqrt(err / sum_x2), c.max_rel_rms);
+  }
+}
+
+// Degenerate blocks must not trip the searches (divisions by zero, NaN, int overflow): the
+// result is finite and exact where the format can represent the input exactly.
+TEST(Quant, WeightQuantizersHandleDegenerateBlocks) {
+  const int64_t n = 256;
+  std::vector<std::vector<float>> inputs;
+  inputs.emplace_back(n, 0.0f);
+  inputs.emplace_back(n, 0.5f);
+  inputs.emplace_back(n, -3.0f);
+  std::vector<float> one_hot(n, 0.0f);
+  one_hot[77] = -2.0f;
+  inputs.push_back(one_hot);
+  std::vector<float> tiny(n, 1e-20f);
+  tiny[3] = -1e-30f;
+  inputs.push_back(tiny);
+  std::vector<float> huge = random_floats(n, 5, 1e30f);
+  inputs.push_back(huge);
+  for (uint32_t id = 0; id < 64; id++) {
+    const TypeTraits* tr = find_type_traits(id);
+    if (tr == nullptr || weight_quantizer(tr->type) == nullptr) continue;
+    SCOPED_TRACE(tr->name);
+    for (size_t k = 0; k < inputs.size(); k++) {
+      std::vector<uint8_t> packed(row_size(tr->type, n));
+      weight_quantizer(tr->type)(inputs[k].data(), packed.data(), n);
+      const std::vector<float> y = dequantize(tr->type, packed.data(), n);
+      for (int64_t i = 0; i < n; i++) {
+        if (k == 5 && (tr->type == GgmlType::F16 || tr->block_size > 1)) break;  // out of F16 range
+        ASSERT_TRUE(std::isfinite(y[i])) << "input " << k << " element " << i;
+        if (k == 0) {
+          ASSERT_EQ(y[i], 0.0f) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 // ---- exact quantizer decisions ----
 
 TEST(Quant, Q8_0ActivationsRoundHalfToEven) {

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace lumen {
 
 void to_float_f32(const void* src, float* dst, int64_t n);
@@ -41,6 +43,18 @@ void from_float_q8_1(const float* src, void* dst, int64_t n);
 void from_float_q8_k(const float* src, void* dst, int64_t n);
 // Q8_0 as a weight format: ggml's quantize_row_q8_0_ref (roundf, ties away from zero).
 void from_float_q8_0_weights(const float* src, void* dst, int64_t n);
+// K-quant weight quantizers (quant_ref_kquantize.cpp) and IQ4_NL's.
+void from_float_q2_k(const float* src, void* dst, int64_t n);
+void from_float_q3_k(const float* src, void* dst, int64_t n);
+void from_float_q4_k(const float* src, void* dst, int64_t n);
+void from_float_q5_k(const float* src, void* dst, int64_t n);
+void from_float_q6_k(const float* src, void* dst, int64_t n);
+void from_float_iq4_nl(const float* src, void* dst, int64_t n);  // quant_ref_iq.cpp
+
+// The quantizer to use when writing weights of type t (e.g. `lumen quantize`): the traits'
+// from_float, except Q8_0, whose from_float is the activation quantizer. Reproduces
+// llama-quantize's output (no importance matrix) byte for byte. nullptr if none.
+FromFloatFn weight_quantizer(GgmlType t);
 
 // Reference dot products: weight row (named type) x activation row (its vec_dot_type).
 float vec_dot_f32(int64_t n, const void* w, const void* a);

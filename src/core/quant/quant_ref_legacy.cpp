@@ -260,6 +260,12 @@ void from_float_q8_0_weights(const float* src, void* dst, int64_t n) {
   }
 }
 
+FromFloatFn weight_quantizer(GgmlType t) {
+  if (t == GgmlType::Q8_0) return from_float_q8_0_weights;
+  if (t == GgmlType::Q8_1 || t == GgmlType::Q8_K) return nullptr;  // activation-only formats
+  return type_traits(t).from_float;
+}
+
 // ---- dot products: sum over blocks of d_w * d_a * (integer dot), plus the minimum's term ----
 
 float vec_dot_q4_0(int64_t n, const void* w, const void* a) {

@@ -6,8 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/dtype.h"
+#include "kernels/isa.h"
+#include "kernels/matmul_kernel.h"
 
 namespace lumen {
 
@@ -20,10 +23,18 @@ struct WeightMatrix {
   const uint8_t* data = nullptr;
   size_t row_bytes = 0;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+
+  // Set by prepare_weights(): the kernel that computes with this matrix and its packed copy.
+  const MatmulKernel* kernel = nullptr;
+  std::shared_ptr<const PackedWeights> packed;
 };
 
-// Bytes of scratch matmul() needs for n_tokens activation rows of length n_in.
-size_t matmul_scratch_size(GgmlType weight_type, int64_t n_in, int64_t n_tokens);
+// Chooses the kernel for the matrix's type on `isa` and repacks the weights for it (once, at
+// load). matmul() on an unprepared matrix prepares a temporary copy for the active ISA.
+void prepare_weights(WeightMatrix& w, Isa isa);
+
+// Bytes of scratch matmul() needs for n_tokens activation rows of w.
+size_t matmul_scratch_size(const WeightMatrix& w, int64_t n_tokens);
 
 // y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i] for t < n_tokens, o < n_out.
 void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,

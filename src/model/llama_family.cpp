@@ -82,11 +82,16 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   gate_.resize(nb * c.n_ff);
   up_.resize(nb * c.n_ff);
   out_rows_.resize(nb * c.n_embd);
+  // Choose each matrix's kernel for this CPU and repack its weights, once.
+  const Isa isa = active_isa();
   size_t scratch = 0;
-  for (const WeightMatrix* m : {&tok_embd_, &output_}) scratch = std::max(scratch, matmul_scratch_size(m->type, m->n_in, nb));
-  for (const Layer& L : layers_)
-    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      scratch = std::max(scratch, matmul_scratch_size(m->type, m->n_in, nb));
+  prepare_weights(output_, isa);
+  scratch = std::max(scratch, matmul_scratch_size(output_, nb));
+  for (Layer& L : layers_)
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      prepare_weights(*m, isa);
+      scratch = std::max(scratch, matmul_scratch_size(*m, nb));
+    }
   scratch_.resize(scratch);
 }
 

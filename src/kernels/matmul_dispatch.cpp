@@ -1,0 +1,28 @@
+// The registered per-ISA matmul kernels. To add one: declare it in its ISA folder's header and
+// list it here. Lookup takes the first entry for the type whose ISA the caller allows, so list
+// the best kernels first.
+#include <vector>
+
+#include "kernels/matmul_kernel.h"
+#include "kernels/ref/matmul_ref.h"
+
+namespace lumen {
+
+namespace {
+
+const std::vector<const MatmulKernel*>& registered() {
+  static const std::vector<const MatmulKernel*> table = {
+      // e.g. &kMatmulQ8_0Avx512,
+  };
+  return table;
+}
+
+}  // namespace
+
+const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
+  for (const MatmulKernel* k : registered())
+    if (k->weight_type == type && static_cast<int>(k->isa) <= static_cast<int>(isa)) return k;
+  return reference_matmul_kernel(type);
+}
+
+}  // namespace lumen

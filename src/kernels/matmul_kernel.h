@@ -1,0 +1,54 @@
+// The matmul kernel table. For each (ISA, weight type) one MatmulKernel says how to repack the
+// weights once at load, how to convert activation rows, and how to compute a block of outputs.
+// matmul() (kernels/matmul.cpp) drives them: it converts the activations, then splits the
+// output rows across the thread pool and calls compute() on each share. The reference kernels
+// (kernels/ref/) use the traits table's scalar vec_dot on the original rows; per-ISA kernels
+// (kernels/avx2/, kernels/avx512/) are registered in matmul_dispatch.cpp and must agree with
+// the reference within float rounding (same activation quantization, exact integer dots).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+#include "kernels/isa.h"
+
+namespace lumen {
+
+struct WeightMatrix;
+
+// Weights in the layout a kernel wants: an owned, 64-byte aligned buffer made once at load, or
+// (when the kernel reads the file's layout directly) a view of the mapped rows.
+struct PackedWeights {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+  struct Free { void operator()(uint8_t* p) const; };
+  std::unique_ptr<uint8_t, Free> owned;
+  // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it.
+  uint8_t* allocate(size_t n_bytes);
+};
+
+struct MatmulKernel {
+  const char* name;        // e.g. "q8_0/avx512-vnni"
+  GgmlType weight_type;
+  Isa isa;
+  // Rows are handed to compute() in multiples of this (interleaved row groups); the last share
+  // may end at n_out exactly. 1 for kernels that take any row range.
+  int64_t row_align;
+  // Repack w (n_out rows of n_in) into out. May make out.data = w.data (no copy).
+  void (*pack)(const WeightMatrix& w, PackedWeights& out);
+  // Bytes of one converted activation row of n_in floats, and the conversion itself.
+  size_t (*act_row_bytes)(int64_t n_in);
+  void (*convert_act)(const float* x, uint8_t* dst, int64_t n_in);
+  // y[t * ldy + r] for rows r in [r0, r1) and tokens t in [0, n_tokens); act rows are
+  // act_stride bytes apart. Called concurrently on disjoint row ranges.
+  void (*compute)(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens,
+                  float* y, int64_t ldy, int64_t r0, int64_t r1);
+};
+
+// The kernel for this weight type on this ISA: the best registered one whose ISA is <= isa,
+// else the scalar reference kernel. nullptr when the type has no matmul support at all.
+const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
+
+}  // namespace lumen

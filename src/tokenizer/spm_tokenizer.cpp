@@ -1,7 +1,6 @@
 #include "tokenizer/spm_tokenizer.h"
 
 #include <queue>
-#include <unordered_map>
 
 #include "core/error.h"
 
@@ -26,7 +25,7 @@ struct Bigram {
   int left;
   int right;
   float score;
-  size_t size;
+  uint32_t size;
 };
 
 // Highest score first; among equal scores the leftmost pair.
@@ -41,6 +40,10 @@ class SpmSession {
   SpmSession(const Vocab& vocab, std::string_view text) : vocab_(vocab), text_(text) {}
 
   void run(std::vector<TokenId>& out) {
+    symbols_.reserve(text_.size());
+    std::vector<Bigram> storage;
+    storage.reserve(text_.size() * 2);
+    queue_ = decltype(queue_)(BigramOrder(), std::move(storage));
     for (size_t off = 0; off < text_.size();) {
       const size_t n = std::min(utf8_len(static_cast<unsigned char>(text_[off])), text_.size() - off);
       const int index = static_cast<int>(symbols_.size());
@@ -73,27 +76,16 @@ class SpmSession {
     const size_t size = symbols_[left].n + symbols_[right].n;
     const TokenId id = vocab_.find(text_.substr(symbols_[left].offset, size));
     if (id == kTokenNull) return;
-    queue_.push({left, right, vocab_.token(id).score, size});
-    history_.push_back({left, right, 0.0f, size});
+    queue_.push({left, right, vocab_.token(id).score, static_cast<uint32_t>(size)});
   }
 
-  // A final symbol that is not a token: split it back into the pair it was merged from (never
-  // happens for merged symbols, which are tokens by construction, but llama.cpp keeps the rule),
-  // else emit its bytes as byte tokens.
+  // A final symbol that is not a token is an unmerged character (merged symbols are tokens by
+  // construction): emit its bytes as byte tokens. (llama.cpp first looks the text up among the
+  // pairs it merged, but those are all tokens, so that lookup cannot succeed here.)
   void resegment(const Symbol& s, std::vector<TokenId>& out) {
     const std::string_view piece = view(s);
     if (const TokenId id = vocab_.find(piece); id != kTokenNull) {
       out.push_back(id);
-      return;
-    }
-    if (!rev_built_) {
-      for (const Bigram& b : history_) rev_merge_[text_.substr(symbols_[b.left].offset, b.size)] = {b.left, b.right};
-      rev_built_ = true;
-    }
-    if (auto it = rev_merge_.find(piece); it != rev_merge_.end()) {
-      const auto [a, b] = it->second;
-      resegment(symbols_[a], out);
-      resegment(symbols_[b], out);
       return;
     }
     for (char c : piece) {
@@ -105,11 +97,12 @@ class SpmSession {
     }
   }
 
+  // The character for an error message; control and lone non-ASCII bytes as \xNN.
   static std::string printable(std::string_view s) {
     std::string r;
     for (char c : s) {
       const auto u = static_cast<unsigned char>(c);
-      if (u < 0x20 || u == 0x7f) r += fmt::format("\\x{:02x}", u);
+      if (u < 0x20 || u == 0x7f || (u >= 0x80 && s.size() == 1)) r += fmt::format("\\x{:02x}", u);
       else r += c;
     }
     return r;
@@ -119,9 +112,6 @@ class SpmSession {
   std::string_view text_;
   std::vector<Symbol> symbols_;
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
-  std::vector<Bigram> history_;
-  bool rev_built_ = false;
-  std::unordered_map<std::string_view, std::pair<int, int>> rev_merge_;
 };
 
 }  // namespace

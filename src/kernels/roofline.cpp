@@ -153,10 +153,12 @@ class StreamBuffer {
   size_t n_bytes_ = 0;
 };
 
+// 1 GiB: 10x or more the L3 one core can fill on current x86 (32-96 MiB per AMD CCX, up to
+// ~500 MiB socket-wide on the biggest Intel parts still 2x). Not sized from l3_bytes: the CPUID
+// fallback reports whole-package L3 on AMD (508 MiB on this VM for a 32 MiB CCX), and first
+// touch of fresh pages can cost seconds per GiB in a VM. At most a quarter of physical memory.
 size_t default_dram_bytes() {
-  constexpr size_t kGiB = size_t{1} << 30;
-  size_t bytes = std::max(kGiB, 4 * cpu_features().l3_bytes);
-  bytes = std::min(bytes, 2 * kGiB);
+  size_t bytes = size_t{1} << 30;
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) bytes = std::min(bytes, static_cast<size_t>(pages) * page_size / 4);

@@ -30,7 +30,7 @@ struct RooflineMeasurement {
 };
 
 struct RooflineOptions {
-  // Streamed buffer: 0 = max(1 GiB, 4 x L3), at most 2 GiB and a quarter of physical memory.
+  // Streamed buffer: 0 = 1 GiB (at most a quarter of physical memory).
   size_t dram_bytes = 0;
   int dram_reps = 5;
   // Compute loops: 0 iterations = calibrate each rep to about compute_rep_seconds.

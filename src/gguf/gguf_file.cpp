@@ -123,6 +123,20 @@ void read_value(Cursor& c, GgufValue& v, GgufType type, const std::string& path,
 
 bool valid_utf8_name(std::string_view s) { return !s.empty() && s.find('\0') == std::string_view::npos; }
 
+// A key or tensor name as shown in an error message: control bytes escaped and long names cut,
+// so a hostile name can neither split the one-line message nor make it megabytes long.
+std::string printable(std::string_view s) {
+  constexpr size_t kMaxShown = 96;
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < kMaxShown; i++) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  if (s.size() > kMaxShown) out += fmt::format("... ({} bytes)", s.size());
+  return out;
+}
+
 }  // namespace
 
 std::string GgufTensorInfo::shape_string() const {
@@ -171,7 +185,8 @@ void GgufFile::parse_all() {
   const uint64_t n_kv = c.read_size("metadata count");
   // Each key/value needs at least a length, a type id and one byte; each tensor info at least a
   // name length, n_dims, a type and an offset. Refuse counts the file cannot possibly hold.
-  if (n_kv > c.remaining() / 13)
+  const size_t min_kv_size = (c.wide() ? 8 : 4) + 1 + 4 + 1;
+  if (n_kv > c.remaining() / min_kv_size)
     fail("{}: metadata count {} is impossible for a file of {} bytes", path_, n_kv, size_);
   if (n_tensors > c.remaining() / 24)
     fail("{}: tensor count {} is impossible for a file of {} bytes", path_, n_tensors, size_);
@@ -180,11 +195,12 @@ void GgufFile::parse_all() {
   for (uint64_t i = 0; i < n_kv; i++) {
     std::string key(c.read_string(fmt::format("key of metadata entry {}", i)));
     if (!valid_utf8_name(key)) fail("{}: metadata entry {} has an empty or invalid key", path_, i);
-    if (kv_index_.count(key)) fail("{}: duplicate metadata key '{}'", path_, key);
+    const std::string label = printable(key);
+    if (kv_index_.count(key)) fail("{}: duplicate metadata key '{}'", path_, label);
     GgufValue v;
-    const GgufType t = read_type(c, path_, key);
+    const GgufType t = read_type(c, path_, label);
     // v1 used 32-bit lengths inside values too; Cursor::read_size handles both.
-    read_value(c, v, t, path_, key, 0);
+    read_value(c, v, t, path_, label, 0);
     kv_index_.emplace(key, kv_.size());
     kv_.emplace_back(std::move(key), std::move(v));
   }
@@ -205,36 +221,38 @@ void GgufFile::parse_all() {
     GgufTensorInfo& t = tensors_[i];
     t.name = std::string(c.read_string(fmt::format("name of tensor {}", i)));
     if (!valid_utf8_name(t.name)) fail("{}: tensor {} has an empty or invalid name", path_, i);
-    if (tensor_index_.count(t.name)) fail("{}: duplicate tensor name '{}'", path_, t.name);
+    const std::string label = printable(t.name);
+    const std::string what = fmt::format("tensor '{}'", label);  // for truncation messages
+    if (tensor_index_.count(t.name)) fail("{}: duplicate tensor name '{}'", path_, label);
     tensor_index_.emplace(t.name, i);
-    const uint32_t n_dims = c.read<uint32_t>(t.name);
+    const uint32_t n_dims = c.read<uint32_t>(what);
     if (n_dims == 0 || n_dims > kGgufMaxDims)
-      fail("{}: tensor '{}': {} dimensions (1 to {} allowed)", path_, t.name, n_dims, kGgufMaxDims);
+      fail("{}: tensor '{}': {} dimensions (1 to {} allowed)", path_, label, n_dims, kGgufMaxDims);
     t.n_dims = static_cast<int>(n_dims);
     int64_t n_elements = 1;
     for (uint32_t d = 0; d < n_dims; d++) {
-      const uint64_t ne = c.read_size(t.name);
+      const uint64_t ne = c.read_size(what);
       if (ne == 0 || ne > (uint64_t{1} << 40))
-        fail("{}: tensor '{}': dimension {} is {}", path_, t.name, d, ne);
+        fail("{}: tensor '{}': dimension {} is {}", path_, label, d, ne);
       t.ne[d] = static_cast<int64_t>(ne);
       if (n_elements > std::numeric_limits<int64_t>::max() / t.ne[d])
-        fail("{}: tensor '{}': element count overflows", path_, t.name);
+        fail("{}: tensor '{}': element count overflows", path_, label);
       n_elements *= t.ne[d];
     }
-    const uint32_t type_id = c.read<uint32_t>(t.name);
+    const uint32_t type_id = c.read<uint32_t>(what);
     const TypeTraits* tr = find_type_traits(type_id);
-    if (tr == nullptr) fail("{}: tensor '{}': unknown tensor type id {}", path_, t.name, type_id);
+    if (tr == nullptr) fail("{}: tensor '{}': unknown tensor type id {}", path_, label, type_id);
     t.type = tr->type;
     if (t.ne[0] % tr->block_size != 0)
       fail("{}: tensor '{}' ({}): row length {} is not a multiple of the {} block size {}", path_,
-           t.name, t.shape_string(), t.ne[0], tr->name, tr->block_size);
+           label, t.shape_string(), t.ne[0], tr->name, tr->block_size);
     const uint64_t n_blocks = static_cast<uint64_t>(n_elements / tr->block_size);
     if (n_blocks > std::numeric_limits<uint64_t>::max() / tr->type_size)
-      fail("{}: tensor '{}': byte size overflows", path_, t.name);
+      fail("{}: tensor '{}': byte size overflows", path_, label);
     t.n_bytes = n_blocks * tr->type_size;
-    t.offset = c.read<uint64_t>(t.name);
+    t.offset = c.read<uint64_t>(what);
     if (t.offset % alignment_ != 0)
-      fail("{}: tensor '{}': data offset {} is not a multiple of the alignment {}", path_, t.name,
+      fail("{}: tensor '{}': data offset {} is not a multiple of the alignment {}", path_, label,
            t.offset, alignment_);
   }
 
@@ -249,7 +267,7 @@ void GgufFile::parse_all() {
     if (t.offset > data_size || t.n_bytes > data_size - t.offset)
       fail("{}: tensor '{}' ({} {}, {} bytes at data offset {}) runs past the end of the file "
            "({} bytes of tensor data): the file is truncated or corrupt",
-           path_, t.name, type_name(t.type), t.shape_string(), t.n_bytes, t.offset, data_size);
+           path_, printable(t.name), type_name(t.type), t.shape_string(), t.n_bytes, t.offset, data_size);
     t.data = base_ + data_offset_ + t.offset;
   }
   // No two tensors may share bytes.
@@ -262,7 +280,8 @@ void GgufFile::parse_all() {
     const GgufTensorInfo* a = by_offset[i - 1];
     const GgufTensorInfo* b = by_offset[i];
     if (a->offset + a->n_bytes > b->offset)
-      fail("{}: tensors '{}' and '{}' overlap in the data section", path_, a->name, b->name);
+      fail("{}: tensors '{}' and '{}' overlap in the data section", path_, printable(a->name),
+           printable(b->name));
   }
 }
 

@@ -58,7 +58,15 @@ Figures gather(const GgufFile& f) {
     if (h.count("key_length")) head_dim_k = h.at("key_length");
     else if (h.count("embedding_length") && n_head > 0) head_dim_k = h.at("embedding_length") / n_head;
     head_dim_v = h.count("value_length") ? h.at("value_length") : head_dim_k;
-    x.kv_elems_per_token = h.at("block_count") * n_head_kv * (head_dim_k + head_dim_v);
+    // The figures come straight from the file: multiply with overflow checks, and report no KV
+    // cost (0) rather than a wrapped or negative one.
+    int64_t per_layer = 0, total = 0;
+    const int64_t n_layer = h.at("block_count");
+    if (n_layer >= 0 && n_head_kv >= 0 && head_dim_k >= 0 && head_dim_v >= 0 &&
+        !__builtin_add_overflow(head_dim_k, head_dim_v, &per_layer) &&
+        !__builtin_mul_overflow(per_layer, n_head_kv, &per_layer) &&
+        !__builtin_mul_overflow(per_layer, n_layer, &total))
+      x.kv_elems_per_token = total;
   }
   return x;
 }
@@ -118,7 +126,9 @@ void register_inspect(CLI::App& app) {
                         {"offset", t.offset}, {"bytes", t.n_bytes}});
         j["tensors"] = ts;
       }
-      fmt::print("{}\n", j.dump(2));
+      // Metadata strings are arbitrary bytes (and to_string() may cut a UTF-8 sequence): replace
+      // invalid UTF-8 rather than let dump() throw.
+      fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
     fmt::print("file:          {} (GGUF v{}, {}, alignment {})\n", path, f->version(), human_bytes(f->file_size()), f->alignment());

@@ -3,6 +3,7 @@
 // the best kernels first.
 #include <vector>
 
+#include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -13,6 +14,7 @@ namespace {
 const std::vector<const MatmulKernel*>& registered() {
   static const std::vector<const MatmulKernel*> table = {
       // e.g. &kMatmulQ8_0Avx512,
+      &kMatmulQ8_0Avx512,
   };
   return table;
 }

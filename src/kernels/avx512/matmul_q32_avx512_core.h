@@ -1,0 +1,250 @@
+// Shared AVX-512 VNNI machinery of the 32-element block kernels (included only by
+// src/kernels/avx512/matmul_q*_avx512.cpp). Everything here has internal linkage and uses no
+// library templates: an inline function instantiated in an AVX-512 translation unit could be
+// picked by the linker for baseline callers.
+//
+// Layout: kernels/quant_pack.h. Per block and group of 16 rows, 8 vpdpbusd (one per 4-quant
+// chunk) of the 16 rows' unsigned quants with a broadcast chunk of the token's int8 activation
+// leave one int32 dot per row in the 16 lanes; the accumulator starts at the token's block
+// correction (-bias * sum(a)) that undoes the unsigned offset of the weights. The block's
+// int32 dots then meet d_w (16 lanes, fp16 -> f32) * d_a in one FMA per (row group, token).
+// A tile of G groups x T tokens shares every weight vector across T tokens and every
+// activation broadcast across G groups.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul.h"
+#include "kernels/quant_pack.h"
+
+namespace lumen {
+namespace {
+
+// ---- activation conversion: bit-identical to the reference from_float_q8_0 / q8_1 ----
+
+inline float hmax_ps(__m512 v) {
+  __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_max_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+inline int hsum_epi32(__m512i v) {
+  __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4e));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1));
+  return _mm_cvtsi128_si32(q);
+}
+
+inline float round_fp16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+// kBias > 0: Q8_0 family, corr = -kBias * sum(q). kBias == 0: Q8_1 family, s = fp16(d * sum).
+template <int kBias, bool kQ8_1>
+void q32_convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in) {
+  auto* out = reinterpret_cast<Q32ActBlock*>(dst);
+  const int64_t nb = n_in / kQ32Block;
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
+  for (int64_t b = 0; b < nb; b++, x += kQ32Block) {
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    const float amax = hmax_ps(_mm512_max_ps(_mm512_and_ps(x0, abs_mask), _mm512_and_ps(x1, abs_mask)));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    // x * id rounded, ties to even (as nearbyint in the default mode), clamped as the reference.
+    __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x0, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x1, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    q0 = _mm512_max_epi32(_mm512_min_epi32(q0, hi), lo);
+    q1 = _mm512_max_epi32(_mm512_min_epi32(q1, hi), lo);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+    const int sum = hsum_epi32(_mm512_add_epi32(q0, q1));
+    out[b].d = round_fp16(d);
+    if constexpr (kQ8_1) out[b].s = round_fp16(d * static_cast<float>(sum));
+    else out[b].corr = -kBias * sum;
+  }
+}
+
+// ---- weight formats: how to get the two chunk vectors of pair p (elements 4p.. and 16+4p..) ----
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline uint64_t load_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+struct Q32FmtQ8_0 {
+  static constexpr GgmlType kType = GgmlType::Q8_0;
+  static constexpr int kQBytes = 512, kScaleBytes = 32;
+  static constexpr bool kBiased = true, kMin = false;
+  static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
+    v0 = _mm512_load_si512(q + 64 * p);
+    v1 = _mm512_load_si512(q + 64 * (p + 4));
+  }
+};
+
+template <GgmlType T, bool kHasMin>
+struct Q32FmtNibbles {
+  static constexpr GgmlType kType = T;
+  static constexpr int kQBytes = 256, kScaleBytes = kHasMin ? 64 : 32;
+  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+  static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i raw = _mm512_load_si512(q + 64 * p);
+    v0 = _mm512_and_si512(raw, m4);
+    v1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+  }
+};
+using Q32FmtQ4_0 = Q32FmtNibbles<GgmlType::Q4_0, false>;
+using Q32FmtQ4_1 = Q32FmtNibbles<GgmlType::Q4_1, true>;
+
+template <GgmlType T, bool kHasMin>
+struct Q32FmtQ5 {
+  static constexpr GgmlType kType = T;
+  static constexpr int kQBytes = 320, kScaleBytes = kHasMin ? 64 : 32;
+  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+  static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
+    const __m512i raw = _mm512_load_si512(q + 64 * p);
+    const __mmask64 h0 = _cvtu64_mask64(load_u64(q + 256 + 16 * p));
+    const __mmask64 h1 = _cvtu64_mask64(load_u64(q + 256 + 16 * p + 8));
+    v0 = _mm512_mask_add_epi8(_mm512_and_si512(raw, m4), h0, _mm512_and_si512(raw, m4), b4);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+    v1 = _mm512_mask_add_epi8(hi, h1, hi, b4);
+  }
+};
+using Q32FmtQ5_0 = Q32FmtQ5<GgmlType::Q5_0, false>;
+using Q32FmtQ5_1 = Q32FmtQ5<GgmlType::Q5_1, true>;
+
+struct Q32FmtIq4nl {
+  static constexpr GgmlType kType = GgmlType::IQ4_NL;
+  static constexpr int kQBytes = 256, kScaleBytes = 32;
+  static constexpr bool kBiased = true, kMin = false;
+  static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
+    // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, static_cast<char>(129), static_cast<char>(141),
+                      static_cast<char>(153), static_cast<char>(166), static_cast<char>(181),
+                      static_cast<char>(197), static_cast<char>(217), static_cast<char>(241)));
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i raw = _mm512_load_si512(q + 64 * p);
+    v0 = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, m4));
+    v1 = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4));
+  }
+};
+
+// ---- the register tile: G row groups (16 rows each) x T tokens over all blocks ----
+
+template <class F, int G, int T>
+inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
+                     float* y, int64_t ldy, int64_t row0, int64_t row_end) {
+  constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
+  __m512 facc[G][T];
+  const Q32ActBlock* a[T];
+  for (int t = 0; t < T; t++) a[t] = reinterpret_cast<const Q32ActBlock*>(act + t * act_stride);
+  for (int g = 0; g < G; g++)
+    for (int t = 0; t < T; t++) facc[g][t] = _mm512_setzero_ps();
+
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* pair = g0 + (b >> 1) * kPair;
+    const int64_t hb = b & 1;
+    __m512i iacc[G][T];
+    for (int t = 0; t < T; t++) {
+      const __m512i c = F::kBiased ? _mm512_set1_epi32(a[t][b].corr) : _mm512_setzero_si512();
+      for (int g = 0; g < G; g++) iacc[g][t] = c;
+    }
+    const uint8_t* qb = pair + 2 * F::kScaleBytes + hb * F::kQBytes;
+    for (int p = 0; p < 4; p++) {
+      __m512i v0[G], v1[G];
+      for (int g = 0; g < G; g++) F::unpack(qb + g * group_bytes, p, v0[g], v1[g]);
+      for (int t = 0; t < T; t++) {
+        const __m512i a0 = _mm512_set1_epi32(load_i32(a[t][b].qs + 4 * p));
+        const __m512i a1 = _mm512_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
+        for (int g = 0; g < G; g++) {
+          iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v0[g], a0);
+          iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v1[g], a1);
+        }
+      }
+    }
+    __m512 dw[G], mw[G];
+    for (int g = 0; g < G; g++) {
+      const uint8_t* s = pair + g * group_bytes + hb * 32;
+      dw[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s)));
+      if constexpr (F::kMin) mw[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 64)));
+    }
+    for (int t = 0; t < T; t++) {
+      const __m512 da = _mm512_set1_ps(a[t][b].d);
+      for (int g = 0; g < G; g++) {
+        facc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[g][t]), _mm512_mul_ps(dw[g], da), facc[g][t]);
+        if constexpr (F::kMin) facc[g][t] = _mm512_fmadd_ps(mw[g], _mm512_set1_ps(a[t][b].s), facc[g][t]);
+      }
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    const int64_t r = row0 + g * kQ32GroupRows;
+    const int64_t n = row_end - r;
+    if (n <= 0) break;
+    const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + t * ldy + r, m, facc[g][t]);
+  }
+}
+
+template <class F, int G>
+inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act,
+                       size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end) {
+  switch (n_tok) {
+    case 1: q32_tile<F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    case 2: q32_tile<F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    case 3: q32_tile<F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    default: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+  }
+}
+
+inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// The MatmulKernel::compute of format F. Few tokens: stream each pair of row groups once with
+// all tokens. Many tokens: row blocks whose packed weights fit in L2, each swept by tiles of
+// 4 tokens, so a weight vector is read from memory once and from cache per token tile.
+template <class F>
+void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                        int64_t ldy, int64_t r0, int64_t r1) {
+  constexpr int kTile = 4;
+  const int64_t nb = w.n_in / kQ32Block;
+  const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
+  const uint8_t* base = w.packed.get()->data;
+  const int64_t g_begin = r0 / kQ32GroupRows;
+  const int64_t g_end = (r1 + kQ32GroupRows - 1) / kQ32GroupRows;
+  // Row groups per L2 block (even, >= 2): ~384 KiB of weights.
+  int64_t block_groups = static_cast<int64_t>((384u << 10) / group_bytes) & ~int64_t{1};
+  if (block_groups < 2 || n_tokens <= kTile) block_groups = g_end - g_begin;
+  for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
+    const int64_t ge = q32_min(g_end, gb + block_groups);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {
+      const int64_t nt = q32_min(kTile, n_tokens - t0);
+      const uint8_t* at = act + t0 * act_stride;
+      float* yt = y + t0 * ldy;
+      for (int64_t g = gb; g < ge; g += 2) {
+        const uint8_t* gp = base + g * group_bytes;
+        if (g + 1 < ge)
+          q32_tile_n<F, 2>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+        else
+          q32_tile_n<F, 1>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen

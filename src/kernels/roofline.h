@@ -32,11 +32,11 @@ struct RooflineMeasurement {
 struct RooflineOptions {
   // Streamed buffer: 0 = 1 GiB (at most a quarter of physical memory).
   size_t dram_bytes = 0;
-  int dram_reps = 5;
+  int dram_reps = 8;  // ~15 ms each at 70 GB/s; the best one filters out neighbours' noise
   // Compute loops: 0 iterations = calibrate each rep to about compute_rep_seconds.
   int64_t compute_iterations = 0;
   double compute_rep_seconds = 0.04;
-  int compute_reps = 3;  // after one warm-up rep (lets the clock ramp up)
+  int compute_reps = 5;  // after one warm-up rep (lets the clock ramp up)
 };
 
 // Measures with active_isa()'s kernels and default options (about 1-2 s).

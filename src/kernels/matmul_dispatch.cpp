@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/avx512/matmul_q8_avx512.h"
+#include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -14,6 +15,7 @@ namespace {
 const std::vector<const MatmulKernel*>& registered() {
   static const std::vector<const MatmulKernel*> table = {
       // e.g. &kMatmulQ8_0Avx512,
+      &kMatmulQ4_0Avx512,
       &kMatmulQ8_0Avx512,
   };
   return table;

@@ -15,6 +15,7 @@
 #include "core/quant/block_formats.h"
 #include "core/quant/quant_ref.h"
 #include "core/thread_pool.h"
+#include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
@@ -28,6 +29,7 @@ namespace {
 std::vector<const MatmulKernel*> q32_kernels() {
   return {
       &kMatmulQ8_0Avx512,
+      &kMatmulQ4_0Avx512,
   };
 }
 

@@ -3,6 +3,7 @@
 // the best kernels first.
 #include <vector>
 
+#include "kernels/avx512/matmul_q4k_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/matmul_kernel.h"
@@ -17,6 +18,7 @@ const std::vector<const MatmulKernel*>& registered() {
       // e.g. &kMatmulQ8_0Avx512,
       &kMatmulQ4_0Avx512,
       &kMatmulQ8_0Avx512,
+      &kMatmulQ4_KAvx512,
   };
   return table;
 }

@@ -1,0 +1,102 @@
+// Q4_K x Q8_K matmul, AVX-512 VNNI. Weights are repacked into 16-row groups (kquant_pack.h):
+// one 64-byte load holds 4 consecutive nibble pairs of 16 rows, i.e. 4 elements of sub-block 2c
+// (low nibbles) and of sub-block 2c+1 (high nibbles). The nibbles are u8 and the activations
+// s8, so vpdpbusd against 4 activation bytes broadcast to all lanes accumulates 16 row partial
+// sums with no offset trick. Per sub-block the int32 sums are multiplied by the 6-bit scales
+// (exact), per block the float combination repeats the reference's evaluation order:
+//   y += (d * da) * isum;  y -= (dmin * da) * msum,  msum = sum_s min_s * bsum32_s (vpdpwssd).
+// A tile is 16 rows x T (1..4) tokens; every weight vector feeds T tokens.
+#include "kernels/avx512/matmul_q4k_avx512.h"
+
+#include "kernels/avx512/matmul_q8k_avx512.h"
+#include "kernels/matmul.h"
+
+namespace lumen {
+
+namespace {
+
+using namespace kquant;
+using namespace kquant::avx512;
+
+constexpr int kRows = 16;
+constexpr size_t kMain = 128 * kRows;  // bytes per block in the main stream
+constexpr size_t kMeta = 16 * kRows;
+
+template <int T>
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
+          float* y, int64_t ldy, int n_rows) {
+  __m512 acc[T];
+  for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+  const __m512i m0f = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* q = main + kMain * static_cast<size_t>(b);
+    const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
+    const uint8_t* a[T];
+    for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
+    __m512i sc[8], mp[4];
+    unpack_k4_scales(m, sc, mp);
+    __m512i isum[T];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; c++) {
+      __m512i lo[T], hi[T];
+      for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k++) {
+        const __m512i x = _mm512_loadu_si512(q + 64 * (8 * c + k));
+        const __m512i wl = _mm512_and_si512(x, m0f);
+        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(x, 4), m0f);
+        for (int t = 0; t < T; t++) {
+          lo[t] = _mm512_dpbusd_epi32(lo[t], wl, bcast32(a[t] + 64 * c + 4 * k));
+          hi[t] = _mm512_dpbusd_epi32(hi[t], wh, bcast32(a[t] + 64 * c + 32 + 4 * k));
+        }
+      }
+      for (int t = 0; t < T; t++)
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc[2 * c]),
+                                                             _mm512_mullo_epi32(hi[t], sc[2 * c + 1])));
+    }
+    const __m512 d = load_f16x16(m + 12 * kRows);
+    const __m512 dmin = load_f16x16(m + 14 * kRows);
+    for (int t = 0; t < T; t++) {
+      __m512i msum = _mm512_setzero_si512();
+      for (int p = 0; p < 4; p++) msum = _mm512_dpwssd_epi32(msum, mp[p], bcast32(a[t] + kActBsums32 + 4 * p));
+      const __m512 da = bcast_f32(a[t] + kActD);
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])));
+      acc[t] = _mm512_sub_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+    }
+  }
+  const __mmask16 mask = row_mask(n_rows);
+  for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
+}
+
+void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
+             int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t nb = w.n_in / kBlock;
+  const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
+  const uint8_t* base = w.packed.get()->data;
+  for (int64_t g = r0 / kRows; g * kRows < r1; g++) {
+    const uint8_t* main = base + gbytes * static_cast<size_t>(g);
+    const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
+    const int64_t left = r1 - g * kRows;
+    const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
+    float* yg = y + g * kRows;
+    int64_t t = 0;
+    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    const uint8_t* at = act + stride * t;
+    float* yt = yg + ldy * t;
+    switch (n_tokens - t) {
+      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      default: break;
+    }
+  }
+}
+
+void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x, dst, n_in, 0); }
+
+}  // namespace
+
+const MatmulKernel kMatmulQ4_KAvx512 = {"q4_K/avx512-vnni", GgmlType::Q4_K, Isa::Avx512, kRows,
+                                        kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
+                                        compute};
+
+}  // namespace lumen

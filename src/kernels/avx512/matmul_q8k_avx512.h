@@ -1,0 +1,74 @@
+// AVX-512 pieces shared by the K-quant matmul kernels (matmul_q*k_avx512.cpp): the vectorized
+// Q8_K activation conversion (bit-identical to from_float_q8_k, into kquant::kAct* layout) and
+// small always-inline helpers. Include only from AVX-512 translation units: the helpers have
+// internal linkage so no AVX-512 copy can be picked by the linker for baseline code.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kquant_pack.h"
+
+namespace lumen::kquant {
+
+// One activation row (n_in a multiple of 256) into act_block_bytes(corr_mul)-byte blocks.
+void convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in, int corr_mul);
+
+namespace avx512 {
+
+#define LUMEN_KQ_INLINE static inline __attribute__((always_inline))
+
+// 4 activation bytes (or two int16) at p, in every 32-bit lane.
+LUMEN_KQ_INLINE __m512i bcast32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+LUMEN_KQ_INLINE __m512 bcast_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_ps(v);
+}
+
+// 16 fp16 values at p as floats.
+LUMEN_KQ_INLINE __m512 load_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+LUMEN_KQ_INLINE __mmask16 row_mask(int n_rows) {
+  return n_rows >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
+}
+
+// Q4_K/Q5_K 6-bit scales and mins of a 16-row group block (meta bytes [b][q][r][jj], see
+// kquant_pack.h): sc[s] = scale of sub-block s per row (32-bit lanes), mp[p] = (min 2p,
+// min 2p+1) as two 16-bit halves of each row's lane, ready for vpdpwssd with bsums32 pairs.
+LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, __m512i sc[8], __m512i mp[4]) {
+  const __m512i b0 = _mm512_loadu_si512(m);
+  const __m512i b1 = _mm512_loadu_si512(m + 64);
+  const __m512i b2 = _mm512_loadu_si512(m + 128);
+  const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const __m512i s_lo = _mm512_and_si512(b0, m63);
+  const __m512i m_lo = _mm512_and_si512(b1, m63);
+  const __m512i s_hi = _mm512_or_si512(_mm512_and_si512(b2, m0f), _mm512_and_si512(_mm512_srli_epi16(b0, 2), m30));
+  const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), m0f),
+                                       _mm512_and_si512(_mm512_srli_epi16(b1, 2), m30));
+  const __m512i lo16 = _mm512_set1_epi32(0xffff);
+  const __m512i pairs[4] = {
+      _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_lo)), _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_lo, 1)),
+      _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_hi)), _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_hi, 1))};
+  for (int p = 0; p < 4; p++) {
+    sc[2 * p] = _mm512_and_si512(pairs[p], lo16);
+    sc[2 * p + 1] = _mm512_srli_epi32(pairs[p], 16);
+  }
+  mp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_lo));
+  mp[1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_lo, 1));
+  mp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_hi));
+  mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
+}
+
+}  // namespace avx512
+}  // namespace lumen::kquant

@@ -6,6 +6,8 @@
 #include "kernels/avx512/matmul_q4k_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
+#include "kernels/avx2/matmul_q4_avx2.h"
+#include "kernels/avx2/matmul_q8_avx2.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -16,6 +18,8 @@ namespace {
 const std::vector<const MatmulKernel*>& registered() {
   static const std::vector<const MatmulKernel*> table = {
       // e.g. &kMatmulQ8_0Avx512,
+      &kMatmulQ8_0Avx2,
+      &kMatmulQ4_0Avx2,
       &kMatmulQ4_0Avx512,
       &kMatmulQ8_0Avx512,
       &kMatmulQ4_KAvx512,

@@ -15,6 +15,8 @@
 #include "core/quant/block_formats.h"
 #include "core/quant/quant_ref.h"
 #include "core/thread_pool.h"
+#include "kernels/avx2/matmul_q4_avx2.h"
+#include "kernels/avx2/matmul_q8_avx2.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/cpu_features.h"
@@ -30,6 +32,8 @@ std::vector<const MatmulKernel*> q32_kernels() {
   return {
       &kMatmulQ8_0Avx512,
       &kMatmulQ4_0Avx512,
+      &kMatmulQ8_0Avx2,
+      &kMatmulQ4_0Avx2,
   };
 }
 
@@ -37,11 +41,12 @@ bool runnable(const MatmulKernel& k) { return isa_supported(k.isa, cpu_features(
 
 std::string kernel_label(const MatmulKernel& k) { return std::string(k.name); }
 
-// The bias the kernel's activation correction undoes (0: Q8_1 activations).
-int act_bias(GgmlType t) {
-  switch (t) {
+// The bias the kernel's activation correction undoes (0: Q8_1 activations, or signed weights:
+// the AVX2 Q8_0/IQ4_NL kernels use the sign trick instead of unsigned weights).
+int act_bias(const MatmulKernel& k) {
+  switch (k.weight_type) {
     case GgmlType::Q8_0:
-    case GgmlType::IQ4_NL: return 128;
+    case GgmlType::IQ4_NL: return k.isa == Isa::Avx512 ? 128 : 0;
     case GgmlType::Q4_0: return 8;
     case GgmlType::Q5_0: return 16;
     default: return 0;
@@ -189,9 +194,11 @@ TEST(MatmulQ32Kernels, ActivationConversionIsBitExact) {
       const int64_t nb = n_in / 32;
       for (int64_t t = 0; t < 3; t++) {
         std::vector<Q32ActBlock> want(static_cast<size_t>(nb)), got(static_cast<size_t>(nb));
-        const int bias = act_bias(k->weight_type);
-        if (bias > 0) q32_convert_act_q8_0(&x[t * n_in], want.data(), nb, bias);
-        else q32_convert_act_q8_1(&x[t * n_in], want.data(), nb);
+        const int bias = act_bias(*k);
+        if (type_traits(k->weight_type).vec_dot_type == GgmlType::Q8_0)
+          q32_convert_act_q8_0(&x[t * n_in], want.data(), nb, bias);
+        else
+          q32_convert_act_q8_1(&x[t * n_in], want.data(), nb);
         ASSERT_EQ(k->act_row_bytes(n_in), nb * sizeof(Q32ActBlock));
         k->convert_act(&x[t * n_in], reinterpret_cast<uint8_t*>(got.data()), n_in);
         for (int64_t b = 0; b < nb; b++) {
@@ -253,7 +260,7 @@ TEST(MatmulQ32Kernels, DispatchAndDriver) {
   for (const MatmulKernel* k : q32_kernels()) {
     if (!runnable(*k)) continue;
     SCOPED_TRACE(kernel_label(*k));
-    EXPECT_EQ(find_matmul_kernel(k->weight_type, k->isa)->isa, k->isa);
+    EXPECT_EQ(find_matmul_kernel(k->weight_type, k->isa), k);
     std::mt19937 rng(11);
     const int64_t n_in = 256, n_out = 300, n_tokens = 9;
     std::vector<uint8_t> wq = make_weights(k->weight_type, n_out, n_in, rng);
@@ -267,7 +274,7 @@ TEST(MatmulQ32Kernels, DispatchAndDriver) {
     WeightMatrix wref = w;
     prepare_weights(w, k->isa);
     prepare_weights(wref, Isa::Scalar);
-    ASSERT_EQ(w.kernel->isa, k->isa);
+    ASSERT_EQ(w.kernel, k);
     std::vector<uint8_t> scratch(matmul_scratch_size(w, n_tokens)), scratch_ref(matmul_scratch_size(wref, n_tokens));
     std::vector<float> y(static_cast<size_t>(n_out * n_tokens)), y_ref(y.size());
     matmul(w, x.data(), n_in, n_tokens, y.data(), n_out, scratch.data(), pool);

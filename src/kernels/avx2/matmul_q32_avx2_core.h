@@ -1,0 +1,277 @@
+// Shared AVX2 machinery of the 32-element block kernels (included only by
+// src/kernels/avx2/matmul_q*_avx2.cpp). Internal linkage only and no library templates: an
+// inline function instantiated in an AVX2 translation unit could be picked by the linker for
+// baseline callers.
+//
+// Same packed layout as the AVX-512 kernels (kernels/quant_pack.h), read as two 8-row halves
+// per 64-byte chunk vector. Without VNNI the int8 dot is vpmaddubsw (u8 x s8 -> s16 pairs,
+// saturating) + vpmaddwd with ones (-> s32). Saturation is avoided by construction:
+//  - signed weights (Q8_0 stored unbiased, IQ4_NL levels) use the sign trick |w| x sign(a, w):
+//    a pair is at most 2 * 128 * 127 = 32512, so each chunk is widened right away;
+//  - unsigned nibbles (Q4_0/Q4_1, 0..15) stay in s16 for the whole block (16 products of at
+//    most 15 * 127 per lane = 30480), 5-bit quants (Q5_0/Q5_1) for one pair of chunks.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul.h"
+#include "kernels/quant_pack.h"
+
+namespace lumen {
+namespace {
+
+// ---- activation conversion: bit-identical to the reference from_float_q8_0 / q8_1 ----
+
+inline float avx2_hmax_ps(__m256 v) {
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  q = _mm_max_ss(q, _mm_movehdup_ps(q));
+  return _mm_cvtss_f32(q);
+}
+
+inline int avx2_hsum_epi32(__m256i v) {
+  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4e));
+  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1));
+  return _mm_cvtsi128_si32(q);
+}
+
+inline float avx2_round_fp16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+// kQ8_1 false: Q8_0 family, corr = -kBias * sum(q). kQ8_1 true: s = fp16(d * sum(q)).
+template <int kBias, bool kQ8_1>
+void q32_convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in) {
+  auto* out = reinterpret_cast<Q32ActBlock*>(dst);
+  const int64_t nb = n_in / kQ32Block;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t b = 0; b < nb; b++, x += kQ32Block) {
+    __m256 v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 8 * i);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+                                   _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+    const float amax = avx2_hmax_ps(m);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++) {
+      // x * id rounded ties-to-even (nearbyint in the default mode), then exact conversion.
+      const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q[i] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(r), hi), lo);
+    }
+    const int sum = avx2_hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    // packs interleave 128-bit lanes: (q0 q1) -> words [q0l q1l q0h q1h], then bytes
+    // [q0l q1l q2l q3l | q0h q1h q2h q3h] in dword units; the permute restores element order.
+    const __m256i w01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i w23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), bytes);
+    out[b].d = avx2_round_fp16(d);
+    if constexpr (kQ8_1) out[b].s = avx2_round_fp16(d * static_cast<float>(sum));
+    else out[b].corr = -kBias * sum;
+  }
+}
+
+inline int32_t avx2_load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline uint32_t avx2_load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// ---- weight formats. Half h of chunk vectors p and p+4 (rows 8h..8h+7). ----
+
+enum class Avx2Kind { Signed, Nibble4, Nibble5 };
+
+struct Avx2FmtQ8_0 {
+  static constexpr int kQBytes = 512, kScaleBytes = 32;
+  static constexpr bool kBiased = false, kMin = false;
+  static constexpr Avx2Kind kKind = Avx2Kind::Signed;
+  // Signed values and their magnitudes.
+  static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
+    s0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * p + 32 * h));
+    s1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * (p + 4) + 32 * h));
+    a0 = _mm256_abs_epi8(s0);
+    a1 = _mm256_abs_epi8(s1);
+  }
+};
+
+struct Avx2FmtIq4nl {
+  static constexpr int kQBytes = 256, kScaleBytes = 32;
+  static constexpr bool kBiased = false, kMin = false;
+  static constexpr Avx2Kind kKind = Avx2Kind::Signed;
+  static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
+    const __m256i levels = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+                                            -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const __m256i mags = _mm256_abs_epi8(levels);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * p + 32 * h));
+    const __m256i i0 = _mm256_and_si256(raw, m4);
+    const __m256i i1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    s0 = _mm256_shuffle_epi8(levels, i0);
+    a0 = _mm256_shuffle_epi8(mags, i0);
+    s1 = _mm256_shuffle_epi8(levels, i1);
+    a1 = _mm256_shuffle_epi8(mags, i1);
+  }
+};
+
+// Bit j of m (j < 32) -> byte j of the result: 0x10 when set, else 0.
+inline __m256i avx2_expand_bits16(uint32_t m) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(m)), spread);
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+template <bool kHasMin, bool kFive>
+struct Avx2FmtNibbles {
+  static constexpr int kQBytes = kFive ? 320 : 256, kScaleBytes = kHasMin ? 64 : 32;
+  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+  static constexpr Avx2Kind kKind = kFive ? Avx2Kind::Nibble5 : Avx2Kind::Nibble4;
+  // Unsigned quants of chunks p and p+4.
+  static inline void unpack(const uint8_t* q, int p, int h, __m256i& u0, __m256i& u1) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * p + 32 * h));
+    u0 = _mm256_and_si256(raw, m4);
+    u1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    if constexpr (kFive) {
+      u0 = _mm256_or_si256(u0, avx2_expand_bits16(avx2_load_u32(q + 256 + 16 * p + 4 * h)));
+      u1 = _mm256_or_si256(u1, avx2_expand_bits16(avx2_load_u32(q + 256 + 16 * p + 8 + 4 * h)));
+    }
+  }
+};
+using Avx2FmtQ4_0 = Avx2FmtNibbles<false, false>;
+using Avx2FmtQ4_1 = Avx2FmtNibbles<true, false>;
+using Avx2FmtQ5_0 = Avx2FmtNibbles<false, true>;
+using Avx2FmtQ5_1 = Avx2FmtNibbles<true, true>;
+
+// ---- the register tile: H halves (8 rows each; H even = H/2 groups) x T tokens ----
+
+template <class F, int H, int T>
+inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
+                          float* y, int64_t ldy, int64_t row0, int64_t row_end) {
+  constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 facc[H][T];
+  const Q32ActBlock* a[T];
+  for (int t = 0; t < T; t++) a[t] = reinterpret_cast<const Q32ActBlock*>(act + t * act_stride);
+  for (int h = 0; h < H; h++)
+    for (int t = 0; t < T; t++) facc[h][t] = _mm256_setzero_ps();
+
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* pair = g0 + (b >> 1) * kPair;
+    const int64_t hb = b & 1;
+    const uint8_t* qb = pair + 2 * F::kScaleBytes + hb * F::kQBytes;
+    __m256i iacc[H][T];  // s32 dots, or for Nibble4 the s16 pair sums of the whole block
+    for (int h = 0; h < H; h++)
+      for (int t = 0; t < T; t++) iacc[h][t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+      for (int h = 0; h < H; h++) {
+        const uint8_t* q = qb + (h >> 1) * group_bytes;
+        if constexpr (F::kKind == Avx2Kind::Signed) {
+          __m256i s0, m0, s1, m1;
+          F::unpack(q, p, h & 1, s0, m0, s1, m1);
+          for (int t = 0; t < T; t++) {
+            const __m256i a0 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(a0, s0)), ones);
+            const __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(a1, s1)), ones);
+            iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_add_epi32(d0, d1));
+          }
+        } else {
+          __m256i u0, u1;
+          F::unpack(q, p, h & 1, u0, u1);
+          for (int t = 0; t < T; t++) {
+            const __m256i a0 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, a0), _mm256_maddubs_epi16(u1, a1));
+            if constexpr (F::kKind == Avx2Kind::Nibble4) iacc[h][t] = _mm256_add_epi16(iacc[h][t], s16);
+            else iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_madd_epi16(s16, ones));
+          }
+        }
+      }
+    }
+    for (int h = 0; h < H; h++) {
+      const uint8_t* s = pair + (h >> 1) * group_bytes + hb * 32 + (h & 1) * 16;
+      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s)));
+      __m256 mw = _mm256_setzero_ps();
+      if constexpr (F::kMin) mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s + 64)));
+      for (int t = 0; t < T; t++) {
+        __m256i dot = iacc[h][t];
+        if constexpr (F::kKind == Avx2Kind::Nibble4) dot = _mm256_madd_epi16(dot, ones);
+        if constexpr (F::kBiased) dot = _mm256_add_epi32(dot, _mm256_set1_epi32(a[t][b].corr));
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a[t][b].d));
+        facc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, facc[h][t]);
+        if constexpr (F::kMin) facc[h][t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a[t][b].s), facc[h][t]);
+      }
+    }
+  }
+  for (int h = 0; h < H; h++) {
+    const int64_t r = row0 + h * 8;
+    const int64_t n = row_end - r;
+    if (n <= 0) break;
+    for (int t = 0; t < T; t++) {
+      if (n >= 8) {
+        _mm256_storeu_ps(y + t * ldy + r, facc[h][t]);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, facc[h][t]);
+        for (int64_t i = 0; i < n; i++) y[t * ldy + r + i] = tmp[i];
+      }
+    }
+  }
+}
+
+inline int64_t q32_min_avx2(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// The MatmulKernel::compute of format F: like the AVX-512 driver (row blocks that fit in L2,
+// swept by token tiles), with tiles of 2 tokens x 16 rows, or 1 token x 32 rows for decode.
+template <class F>
+void q32_compute_avx2(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t nb = w.n_in / kQ32Block;
+  const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
+  const uint8_t* base = w.packed.get()->data;
+  const int64_t g_begin = r0 / kQ32GroupRows;
+  const int64_t g_end = (r1 + kQ32GroupRows - 1) / kQ32GroupRows;
+  if (n_tokens == 1) {
+    for (int64_t g = g_begin; g < g_end; g += 2) {
+      const uint8_t* gp = base + g * group_bytes;
+      if (g + 1 < g_end) q32_tile_avx2<F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+      else q32_tile_avx2<F, 2, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+    }
+    return;
+  }
+  int64_t block_groups = static_cast<int64_t>((256u << 10) / group_bytes);
+  if (block_groups < 1) block_groups = 1;
+  for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
+    const int64_t ge = q32_min_avx2(g_end, gb + block_groups);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += 2) {
+      const uint8_t* at = act + t0 * act_stride;
+      float* yt = y + t0 * ldy;
+      for (int64_t g = gb; g < ge; g++) {
+        const uint8_t* gp = base + g * group_bytes;
+        if (t0 + 1 < n_tokens)
+          q32_tile_avx2<F, 2, 2>(gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+        else
+          q32_tile_avx2<F, 2, 1>(gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen

@@ -1,0 +1,11 @@
+// AVX2 matmul kernels for Q4_0 (Q8_0 activations) and Q4_1 (Q8_1 activations).
+// See matmul_q32_avx2_core.h.
+#pragma once
+
+#include "kernels/matmul_kernel.h"
+
+namespace lumen {
+
+extern const MatmulKernel kMatmulQ4_0Avx2;
+
+}  // namespace lumen

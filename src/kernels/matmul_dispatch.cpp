@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/avx512/matmul_q4k_avx512.h"
+#include "kernels/avx512/matmul_q6k_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx2/matmul_q4_avx2.h"
@@ -23,6 +24,7 @@ const std::vector<const MatmulKernel*>& registered() {
       &kMatmulQ4_0Avx512,
       &kMatmulQ8_0Avx512,
       &kMatmulQ4_KAvx512,
+      &kMatmulQ6_KAvx512,
   };
   return table;
 }

@@ -1,0 +1,122 @@
+// Q6_K x Q8_K matmul, AVX-512 VNNI. Weights are repacked into 16-row groups (kquant_pack.h):
+// a 64-byte ql load holds 4 consecutive low-nibble pairs of 16 rows and a qh load their 2-bit
+// high parts, so the 6-bit values v (0..63, u8) of 4 elements x 16 rows come out of a few
+// shifts and masks, ready for vpdpbusd against 4 broadcast activation bytes. The format's
+// offset (q = v - 32) is applied exactly by starting each group's int32 accumulator at
+// -32 * bsum16 (precomputed per activation block), so that after the group
+//   acc = sum (v - 32) * a,   isum += scale * acc   (all exact int32),
+// and per block y += (d * da) * isum, the reference's float evaluation order.
+// A tile is 16 rows x T (1..4) tokens; every weight vector feeds T tokens.
+#include "kernels/avx512/matmul_q6k_avx512.h"
+
+#include "kernels/avx512/matmul_q8k_avx512.h"
+#include "kernels/matmul.h"
+
+namespace lumen {
+
+namespace {
+
+using namespace kquant;
+using namespace kquant::avx512;
+
+constexpr int kRows = 16;
+constexpr size_t kMain = 192 * kRows;  // ql 128R then qh 64R
+constexpr size_t kQh = 128 * kRows;
+constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
+constexpr size_t kBB = kActBlockBytesCorr;
+
+LUMEN_KQ_INLINE __m512i group_scales(const uint8_t* m, int g) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * g)));
+}
+
+// Elements 128h + 32j + 16kh .. +15 (group g_a = 8h + 2j + kh) and the same of 32-element
+// slice j + 2 (group g_b = g_a + 4), for J = j.
+template <int T, int J>
+LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int h, int kh,
+                                __m512i isum[T]) {
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const int ga = 8 * h + 2 * J + kh, gb = ga + 4;
+  __m512i acc_a[T], acc_b[T];
+  for (int t = 0; t < T; t++) {
+    acc_a[t] = bcast32(a[t] + kActCorr + 4 * ga);
+    acc_b[t] = bcast32(a[t] + kActCorr + 4 * gb);
+  }
+  for (int kk = 0; kk < 4; kk++) {
+    const int k = 4 * kh + kk;
+    const __m512i x = _mm512_loadu_si512(q + 64 * ((h * 2 + J) * 8 + k));
+    const __m512i y = _mm512_loadu_si512(q + kQh + 64 * (h * 8 + k));
+    // v_a = low nibble | bits 2J..2J+1 of qh at bits 4..5; v_b = high nibble | bits 2J+4..2J+5.
+    const __m512i ya = J == 0 ? _mm512_slli_epi16(y, 4) : _mm512_slli_epi16(y, 2);
+    const __m512i yb = J == 0 ? y : _mm512_srli_epi16(y, 2);
+    const __m512i wa = _mm512_ternarylogic_epi32(_mm512_and_si512(x, m0f), ya, m30, 0xF8);  // A | (B & C)
+    const __m512i wb = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), yb, m30, 0xF8);
+    for (int t = 0; t < T; t++) {
+      const int e = 128 * h + 32 * J + 4 * k;
+      acc_a[t] = _mm512_dpbusd_epi32(acc_a[t], wa, bcast32(a[t] + e));
+      acc_b[t] = _mm512_dpbusd_epi32(acc_b[t], wb, bcast32(a[t] + e + 64));
+    }
+  }
+  const __m512i sa = group_scales(m, ga), sb = group_scales(m, gb);
+  for (int t = 0; t < T; t++)
+    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa),
+                                                         _mm512_mullo_epi32(acc_b[t], sb)));
+}
+
+template <int T>
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
+          float* y, int64_t ldy, int n_rows) {
+  __m512 acc[T];
+  for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* q = main + kMain * static_cast<size_t>(b);
+    const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
+    const uint8_t* a[T];
+    for (int t = 0; t < T; t++) a[t] = act + stride * t + kBB * static_cast<size_t>(b);
+    __m512i isum[T];
+    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++)
+      for (int kh = 0; kh < 2; kh++) {
+        slice_pair<T, 0>(q, m, a, h, kh, isum);
+        slice_pair<T, 1>(q, m, a, h, kh, isum);
+      }
+    const __m512 d = load_f16x16(m + 16 * kRows);
+    for (int t = 0; t < T; t++)
+      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
+  }
+  const __mmask16 mask = row_mask(n_rows);
+  for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
+}
+
+void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
+             int64_t ldy, int64_t r0, int64_t r1) {
+  const int64_t nb = w.n_in / kBlock;
+  const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
+  const uint8_t* base = w.packed.get()->data;
+  for (int64_t g = r0 / kRows; g * kRows < r1; g++) {
+    const uint8_t* main = base + gbytes * static_cast<size_t>(g);
+    const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
+    const int64_t left = r1 - g * kRows;
+    const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
+    float* yg = y + g * kRows;
+    int64_t t = 0;
+    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    const uint8_t* at = act + stride * t;
+    float* yt = yg + ldy * t;
+    switch (n_tokens - t) {
+      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      default: break;
+    }
+  }
+}
+
+void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x, dst, n_in, -32); }
+
+}  // namespace
+
+const MatmulKernel kMatmulQ6_KAvx512 = {"q6_K/avx512-vnni", GgmlType::Q6_K, Isa::Avx512, kRows,
+                                        kquant::pack_kquant_r16, kquant::act_row_bytes_corr, convert,
+                                        compute};
+
+}  // namespace lumen

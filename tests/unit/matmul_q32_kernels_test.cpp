@@ -8,22 +8,29 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/quant/block_formats.h"
 #include "core/quant/quant_ref.h"
 #include "core/thread_pool.h"
+#include "kernels/avx2/matmul_iq4nl_avx2.h"
 #include "kernels/avx2/matmul_q4_avx2.h"
+#include "kernels/avx2/matmul_q5_avx2.h"
 #include "kernels/avx2/matmul_q8_avx2.h"
+#include "kernels/avx512/matmul_iq4nl_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
+#include "kernels/avx512/matmul_q5_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_pack.h"
 #include "kernels/ref/matmul_ref.h"
+#include "test_support.h"
 
 namespace lumen {
 namespace {
@@ -32,8 +39,16 @@ std::vector<const MatmulKernel*> q32_kernels() {
   return {
       &kMatmulQ8_0Avx512,
       &kMatmulQ4_0Avx512,
+      &kMatmulQ4_1Avx512,
+      &kMatmulQ5_0Avx512,
+      &kMatmulQ5_1Avx512,
+      &kMatmulIq4NlAvx512,
       &kMatmulQ8_0Avx2,
       &kMatmulQ4_0Avx2,
+      &kMatmulQ4_1Avx2,
+      &kMatmulQ5_0Avx2,
+      &kMatmulQ5_1Avx2,
+      &kMatmulIq4NlAvx2,
   };
 }
 
@@ -131,12 +146,24 @@ std::vector<double> magnitudes(GgmlType type, const std::vector<uint8_t>& wq, in
   return m;
 }
 
+// Weights are quantized once per (type, shape) and shared by the token counts (IQ4_NL's
+// quantizer is slow).
+const std::vector<uint8_t>& cached_weights(GgmlType type, int64_t n_out, int64_t n_in) {
+  static std::map<std::tuple<int, int64_t, int64_t>, std::vector<uint8_t>> cache;
+  auto& w = cache[{static_cast<int>(type), n_out, n_in}];
+  if (w.empty()) {
+    std::mt19937 rng(static_cast<uint32_t>(n_out * 131 + n_in));
+    w = make_weights(type, n_out, n_in, rng);
+  }
+  return w;
+}
+
 void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n_tokens, uint32_t seed) {
   SCOPED_TRACE(kernel_label(k) + " n_in=" + std::to_string(n_in) + " n_out=" + std::to_string(n_out) +
                " n_tokens=" + std::to_string(n_tokens));
   std::mt19937 rng(seed);
   const GgmlType type = k.weight_type;
-  std::vector<uint8_t> wq = make_weights(type, n_out, n_in, rng);
+  const std::vector<uint8_t>& wq = cached_weights(type, n_out, n_in);
   std::vector<float> x = make_activations(n_tokens, n_in, rng);
 
   // Reference: the scalar kernel on the file layout.
@@ -235,7 +262,7 @@ TEST(MatmulQ32Kernels, ActLayoutMatchesReferenceBlocks) {
 }
 
 TEST(MatmulQ32Kernels, MatchReferenceOverShapes) {
-  const bool small = std::getenv("LUMEN_SANITIZED") != nullptr;
+  const bool small = test::sanitized_build();
   for (const MatmulKernel* k : q32_kernels()) {
     if (!runnable(*k)) {
       std::printf("skipping %s: CPU lacks %s\n", k->name, isa_name(k->isa));

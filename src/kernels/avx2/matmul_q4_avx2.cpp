@@ -17,4 +17,11 @@ const MatmulKernel kMatmulQ4_0Avx2 = {
     q32_convert_act_avx2<8, false>, q32_compute_avx2<Avx2FmtQ4_0>,
 };
 
+// Q4_1 x Q8_1: x = d*q + m, so the block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a),
+// from the activation conversion); the nibbles need no offset.
+const MatmulKernel kMatmulQ4_1Avx2 = {
+    "q4_1/avx2", GgmlType::Q4_1, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<0, true>, q32_compute_avx2<Avx2FmtQ4_1>,
+};
+
 }  // namespace lumen

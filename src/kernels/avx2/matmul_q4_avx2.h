@@ -7,5 +7,6 @@
 namespace lumen {
 
 extern const MatmulKernel kMatmulQ4_0Avx2;
+extern const MatmulKernel kMatmulQ4_1Avx2;
 
 }  // namespace lumen

@@ -7,5 +7,6 @@
 namespace lumen {
 
 extern const MatmulKernel kMatmulQ4_0Avx512;
+extern const MatmulKernel kMatmulQ4_1Avx512;
 
 }  // namespace lumen

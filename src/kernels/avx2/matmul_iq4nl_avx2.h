@@ -1,0 +1,11 @@
+// AVX2 matmul kernel for IQ4_NL weights (Q8_0 activations).
+// See matmul_q32_avx2_core.h.
+#pragma once
+
+#include "kernels/matmul_kernel.h"
+
+namespace lumen {
+
+extern const MatmulKernel kMatmulIq4NlAvx2;
+
+}  // namespace lumen

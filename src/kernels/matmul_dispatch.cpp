@@ -3,16 +3,16 @@
 // the best kernels first.
 #include <vector>
 
+#include "kernels/avx2/matmul_iq4nl_avx2.h"
+#include "kernels/avx2/matmul_q4_avx2.h"
+#include "kernels/avx2/matmul_q5_avx2.h"
+#include "kernels/avx2/matmul_q8_avx2.h"
+#include "kernels/avx512/matmul_iq4nl_avx512.h"
+#include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx512/matmul_q4k_avx512.h"
+#include "kernels/avx512/matmul_q5_avx512.h"
 #include "kernels/avx512/matmul_q6k_avx512.h"
 #include "kernels/avx512/matmul_q8_avx512.h"
-#include "kernels/avx512/matmul_q4_avx512.h"
-#include "kernels/avx2/matmul_q4_avx2.h"
-#include "kernels/avx2/matmul_q8_avx2.h"
-#include "kernels/avx2/matmul_iq4nl_avx2.h"
-#include "kernels/avx2/matmul_q5_avx2.h"
-#include "kernels/avx512/matmul_iq4nl_avx512.h"
-#include "kernels/avx512/matmul_q5_avx512.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -23,18 +23,18 @@ namespace {
 const std::vector<const MatmulKernel*>& registered() {
   static const std::vector<const MatmulKernel*> table = {
       // e.g. &kMatmulQ8_0Avx512,
+      &kMatmulQ8_0Avx512,
+      &kMatmulQ4_0Avx512,
       &kMatmulQ4_1Avx512,
       &kMatmulQ5_0Avx512,
       &kMatmulQ5_1Avx512,
       &kMatmulIq4NlAvx512,
+      &kMatmulQ8_0Avx2,
+      &kMatmulQ4_0Avx2,
       &kMatmulQ4_1Avx2,
       &kMatmulQ5_0Avx2,
       &kMatmulQ5_1Avx2,
       &kMatmulIq4NlAvx2,
-      &kMatmulQ8_0Avx2,
-      &kMatmulQ4_0Avx2,
-      &kMatmulQ4_0Avx512,
-      &kMatmulQ8_0Avx512,
       &kMatmulQ4_KAvx512,
       &kMatmulQ6_KAvx512,
   };

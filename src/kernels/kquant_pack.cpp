@@ -135,8 +135,8 @@ void pack_kquant_r8(const WeightMatrix& w, PackedWeights& out) { pack_kquant(w, 
 size_t act_row_bytes_plain(int64_t n_in) { return static_cast<size_t>(n_in / kBlock) * kActBlockBytes; }
 size_t act_row_bytes_corr(int64_t n_in) { return static_cast<size_t>(n_in / kBlock) * kActBlockBytesCorr; }
 
-void convert_act_scalar(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
-  const size_t bb = act_block_bytes(corr_mul);
+void convert_act_scalar(const float* x, uint8_t* dst, int64_t n_in, ActCorr corr, int corr_mul) {
+  const size_t bb = act_block_bytes(corr);
   BlockQ8_K q;
   for (int64_t b = 0; b < n_in / kBlock; b++, dst += bb) {
     from_float_q8_k(x + b * kBlock, &q, kBlock);
@@ -148,10 +148,16 @@ void convert_act_scalar(const float* x, uint8_t* dst, int64_t n_in, int corr_mul
       std::memcpy(dst + kActBsums32 + 2 * s, &v, 2);
     }
     std::memcpy(dst + kActD, &q.d, 4);
-    if (corr_mul != 0)
-      for (int g = 0; g < 16; g++) {
-        const int32_t v = corr_mul * q.bsums[g];
-        std::memcpy(dst + kActCorr + 4 * g, &v, 4);
+    for (int g = 0; g < 16 && corr == ActCorr::Int32; g++) {
+      const int32_t v = corr_mul * q.bsums[g];
+      std::memcpy(dst + kActCorr + 4 * g, &v, 4);
+    }
+    for (int g = 0; g < 16 && corr == ActCorr::Pairs16; g++)
+      for (int jj = 0; jj < 2; jj++) {
+        int sum = 0;
+        for (int k = 0; k < 4; k++) sum += q.qs[16 * g + 4 * k + 2 * jj] + q.qs[16 * g + 4 * k + 2 * jj + 1];
+        const int16_t v = static_cast<int16_t>(corr_mul * sum);
+        std::memcpy(dst + kActCorr + 4 * g + 2 * jj, &v, 2);
       }
   }
 }

@@ -41,12 +41,20 @@ inline constexpr size_t kActQs = 0;        // int8 q[256]
 inline constexpr size_t kActBsums16 = 256; // int16 sum of q over each group of 16
 inline constexpr size_t kActBsums32 = 288; // int16 sum of q over each group of 32
 inline constexpr size_t kActD = 304;       // float d
-inline constexpr size_t kActCorr = 320;    // int32 corr_mul * bsums16[g] (only when corr_mul != 0)
+inline constexpr size_t kActCorr = 320;    // 64 bytes of offset corrections, see ActCorr
 inline constexpr size_t kActBlockBytes = 320;
 inline constexpr size_t kActBlockBytesCorr = 384;
 
-inline constexpr size_t act_block_bytes(int corr_mul) {
-  return corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
+// The offset correction of formats with q = v - offset (Q6_K: 32, Q3_K: 4), corr_mul = -offset:
+//   Int32:   int32 corr_mul * bsums16[g] per group g (VNNI kernels start each group's int32
+//            accumulator there);
+//   Pairs16: per group g two int16, corr_mul * sum over k of (q[16g+4k] + q[16g+4k+1]) and of
+//            (q[16g+4k+2] + q[16g+4k+3]), the lane layout of vpmaddubsw's pair sums, so AVX2
+//            kernels can start their int16 accumulators there (the corrected sums fit int16).
+enum class ActCorr { None, Int32, Pairs16 };
+
+inline constexpr size_t act_block_bytes(ActCorr c) {
+  return c == ActCorr::None ? kActBlockBytes : kActBlockBytesCorr;
 }
 
 // Bytes of one block of one row group, split in its main and meta parts.
@@ -72,9 +80,9 @@ void pack_kquant_r8(const WeightMatrix& w, PackedWeights& out);
 size_t act_row_bytes_plain(int64_t n_in);
 size_t act_row_bytes_corr(int64_t n_in);
 
-// Scalar conversion of one activation row into the layout above (the reference the vector
-// conversions are tested against; also used for the checks in the unit tests).
-void convert_act_scalar(const float* x, uint8_t* dst, int64_t n_in, int corr_mul);
+// Scalar conversion of one activation row into the layout above, from from_float_q8_k: what
+// the vectorized conversions are tested against.
+void convert_act_scalar(const float* x, uint8_t* dst, int64_t n_in, ActCorr corr, int corr_mul);
 
 }  // namespace kquant
 }  // namespace lumen

@@ -5,7 +5,9 @@
 
 #include "kernels/avx2/matmul_iq4nl_avx2.h"
 #include "kernels/avx2/matmul_q4_avx2.h"
+#include "kernels/avx2/matmul_q4k_avx2.h"
 #include "kernels/avx2/matmul_q5_avx2.h"
+#include "kernels/avx2/matmul_q6k_avx2.h"
 #include "kernels/avx2/matmul_q8_avx2.h"
 #include "kernels/avx512/matmul_iq4nl_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
@@ -37,6 +39,8 @@ const std::vector<const MatmulKernel*>& registered() {
       &kMatmulIq4NlAvx2,
       &kMatmulQ4_KAvx512,
       &kMatmulQ6_KAvx512,
+      &kMatmulQ4_KAvx2,
+      &kMatmulQ6_KAvx2,
   };
   return table;
 }

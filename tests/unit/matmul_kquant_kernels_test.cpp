@@ -36,11 +36,17 @@ const MatmulKernel* fast_kernel(GgmlType type, Isa isa) {
   return k && k->isa == isa ? k : nullptr;
 }
 
-// The activation offset correction each kernel folds into its activation rows.
-int corr_mul_of(GgmlType type) {
-  if (type == GgmlType::Q6_K) return -32;
-  if (type == GgmlType::Q3_K) return -4;
-  return 0;
+// The activation offset correction each kernel folds into its activation rows: none for
+// formats with minimums, -offset for Q6_K/Q3_K, as int32 per group (VNNI kernels) or as int16
+// lane pairs (AVX2 kernels).
+struct Corr {
+  kquant::ActCorr mode;
+  int mul;
+};
+Corr corr_of(const MatmulKernel& k) {
+  const int mul = k.weight_type == GgmlType::Q6_K ? -32 : k.weight_type == GgmlType::Q3_K ? -4 : 0;
+  if (mul == 0) return {kquant::ActCorr::None, 0};
+  return {k.isa == Isa::Avx512 ? kquant::ActCorr::Int32 : kquant::ActCorr::Pairs16, mul};
 }
 
 std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
@@ -117,12 +123,12 @@ TEST(KquantKernels, ActivationConversionIsBitIdenticalToReference) {
     for (Isa isa : kIsas) {
       const MatmulKernel* k = fast_kernel(type, isa);
       if (!k) continue;
-      const int corr = corr_mul_of(type);
+      const Corr corr = corr_of(*k);
       const size_t bytes = k->act_row_bytes(n_in);
-      ASSERT_EQ(bytes, static_cast<size_t>(n_in / 256) * kquant::act_block_bytes(corr)) << k->name;
+      ASSERT_EQ(bytes, static_cast<size_t>(n_in / 256) * kquant::act_block_bytes(corr.mode)) << k->name;
       std::vector<uint8_t> got(bytes + 64, 0xAB), want(bytes + 64, 0xAB);
       k->convert_act(x.data(), got.data(), n_in);
-      kquant::convert_act_scalar(x.data(), want.data(), n_in, corr);
+      kquant::convert_act_scalar(x.data(), want.data(), n_in, corr.mode, corr.mul);
       EXPECT_EQ(0, std::memcmp(got.data(), want.data(), bytes + 64)) << k->name;
       n_checked++;
     }

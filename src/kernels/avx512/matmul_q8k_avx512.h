@@ -14,7 +14,8 @@
 
 namespace lumen::kquant {
 
-// One activation row (n_in a multiple of 256) into act_block_bytes(corr_mul)-byte blocks.
+// One activation row (n_in a multiple of 256) into kquant_pack.h's blocks, with ActCorr::Int32
+// corrections when corr_mul != 0 (else ActCorr::None).
 void convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in, int corr_mul);
 
 namespace avx512 {

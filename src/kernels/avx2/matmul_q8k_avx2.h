@@ -1,0 +1,93 @@
+// AVX2 pieces shared by the K-quant matmul kernels (matmul_q*k_avx2.cpp): the vectorized Q8_K
+// activation conversion (bit-identical to from_float_q8_k, into kquant::kAct* layout) and small
+// always-inline helpers. Include only from AVX2 translation units: the helpers have internal
+// linkage so no AVX2 copy can be picked by the linker for baseline code.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kquant_pack.h"
+
+namespace lumen::kquant {
+
+// One activation row (n_in a multiple of 256) into kquant_pack.h's blocks, with ActCorr::Pairs16
+// corrections (corr_mul * pair sums) when corr_mul != 0 (else ActCorr::None).
+void convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in, int corr_mul);
+
+namespace avx2 {
+
+#define LUMEN_KQ2_INLINE static inline __attribute__((always_inline))
+
+// 4 activation bytes (or two int16) at p, in every 32-bit lane.
+LUMEN_KQ2_INLINE __m256i bcast32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+LUMEN_KQ2_INLINE __m256 bcast_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_ps(v);
+}
+
+// 8 fp16 values at p as floats.
+LUMEN_KQ2_INLINE __m256 load_f16x8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// y[0..n_rows) = v (n_rows <= 8).
+LUMEN_KQ2_INLINE void store_rows(float* y, __m256 v, int n_rows) {
+  if (n_rows >= 8) {
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int r = 0; r < n_rows; r++) y[r] = tmp[r];
+}
+
+// Q4_K/Q5_K 6-bit scales and mins of an 8-row group block (meta bytes [b][q][r][jj], see
+// kquant_pack.h): sc[s] = scale of sub-block s of each row in both 16-bit halves of its lane
+// (vpmaddwd of pair sums then scales and adds them), mp[p] = (min 2p, min 2p+1) per lane.
+LUMEN_KQ2_INLINE void unpack_k4_scales(const uint8_t* m, __m256i sc[8], __m256i mp[4]) {
+  const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
+  const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 32));
+  const __m256i b2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 64));
+  const __m256i m63 = _mm256_set1_epi8(63), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  const __m256i s_lo = _mm256_and_si256(b0, m63);
+  const __m256i m_lo = _mm256_and_si256(b1, m63);
+  const __m256i s_hi = _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
+  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m0f),
+                                       _mm256_and_si256(_mm256_srli_epi16(b1, 2), m30));
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  const __m256i pairs[4] = {
+      _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
+      _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
+  for (int p = 0; p < 4; p++) {
+    sc[2 * p] = _mm256_shuffle_epi8(pairs[p], dup_lo);
+    sc[2 * p + 1] = _mm256_shuffle_epi8(pairs[p], dup_hi);
+  }
+  mp[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_lo));
+  mp[1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_lo, 1));
+  mp[2] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_hi));
+  mp[3] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_hi, 1));
+}
+
+// 8 signed int8 at p (one per row) as int16 copies in both halves of each row's 32-bit lane.
+LUMEN_KQ2_INLINE __m256i scales_dup_i8(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  const __m128i b = _mm_unpacklo_epi8(_mm_cvtsi64_si128(v), _mm_cvtsi64_si128(v));  // s0 s0 s1 s1 ...
+  return _mm256_cvtepi8_epi16(b);
+}
+
+}  // namespace avx2
+}  // namespace lumen::kquant

@@ -3,12 +3,14 @@
 // the best kernels first.
 #include <vector>
 
+#include "kernels/avx2/matmul_float_avx2.h"
 #include "kernels/avx2/matmul_iq4nl_avx2.h"
 #include "kernels/avx2/matmul_q4_avx2.h"
 #include "kernels/avx2/matmul_q4k_avx2.h"
 #include "kernels/avx2/matmul_q5_avx2.h"
 #include "kernels/avx2/matmul_q6k_avx2.h"
 #include "kernels/avx2/matmul_q8_avx2.h"
+#include "kernels/avx512/matmul_float_avx512.h"
 #include "kernels/avx512/matmul_iq4nl_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx512/matmul_q4k_avx512.h"
@@ -41,6 +43,8 @@ const std::vector<const MatmulKernel*>& registered() {
       &kMatmulQ6_KAvx512,
       &kMatmulQ4_KAvx2,
       &kMatmulQ6_KAvx2,
+      &kMatmulF16Avx512, &kMatmulBf16Avx512, &kMatmulF32Avx512,
+      &kMatmulF16Avx2, &kMatmulBf16Avx2, &kMatmulF32Avx2,
   };
   return table;
 }

@@ -5,6 +5,8 @@
 
 #include "kernels/avx2/matmul_float_avx2.h"
 #include "kernels/avx2/matmul_iq4nl_avx2.h"
+#include "kernels/avx2/matmul_q2k_avx2.h"
+#include "kernels/avx2/matmul_q3k_avx2.h"
 #include "kernels/avx2/matmul_q4_avx2.h"
 #include "kernels/avx2/matmul_q4k_avx2.h"
 #include "kernels/avx2/matmul_q5_avx2.h"
@@ -12,6 +14,8 @@
 #include "kernels/avx2/matmul_q8_avx2.h"
 #include "kernels/avx512/matmul_float_avx512.h"
 #include "kernels/avx512/matmul_iq4nl_avx512.h"
+#include "kernels/avx512/matmul_q2k_avx512.h"
+#include "kernels/avx512/matmul_q3k_avx512.h"
 #include "kernels/avx512/matmul_q4_avx512.h"
 #include "kernels/avx512/matmul_q4k_avx512.h"
 #include "kernels/avx512/matmul_q5_avx512.h"
@@ -45,6 +49,12 @@ const std::vector<const MatmulKernel*>& registered() {
       &kMatmulQ6_KAvx2,
       &kMatmulF16Avx512, &kMatmulBf16Avx512, &kMatmulF32Avx512,
       &kMatmulF16Avx2, &kMatmulBf16Avx2, &kMatmulF32Avx2,
+      &kMatmulQ5_KAvx512,
+      &kMatmulQ3_KAvx512,
+      &kMatmulQ2_KAvx512,
+      &kMatmulQ5_KAvx2,
+      &kMatmulQ3_KAvx2,
+      &kMatmulQ2_KAvx2,
   };
   return table;
 }

@@ -1,8 +1,9 @@
-// Q4_K x Q8_K matmul, AVX-512 VNNI. Weights are repacked into 16-row groups (kquant_pack.h):
-// one 64-byte load holds 4 consecutive nibble pairs of 16 rows, i.e. 4 elements of sub-block 2c
-// (low nibbles) and of sub-block 2c+1 (high nibbles). The nibbles are u8 and the activations
-// s8, so vpdpbusd against 4 activation bytes broadcast to all lanes accumulates 16 row partial
-// sums with no offset trick. Per sub-block the int32 sums are multiplied by the 6-bit scales
+// Q4_K and Q5_K x Q8_K matmuls, AVX-512 VNNI. Weights are repacked into 16-row groups
+// (kquant_pack.h): one 64-byte load holds 4 consecutive nibble pairs of 16 rows, i.e. 4 elements
+// of sub-block 2c (low nibbles) and of sub-block 2c+1 (high nibbles); Q5_K adds a qh load whose
+// bit 2c+p of each byte is bit 4 of the value. The values are u8 and the activations s8, so
+// vpdpbusd against 4 activation bytes broadcast to all lanes accumulates 16 row partial sums
+// with no offset trick. Per sub-block the int32 sums are multiplied by the 6-bit scales
 // (exact), per block the float combination repeats the reference's evaluation order:
 //   y += (d * da) * isum;  y -= (dmin * da) * msum,  msum = sum_s min_s * bsum32_s (vpdpwssd).
 // A tile is 16 rows x T (1..4) tokens; every weight vector feeds T tokens.
@@ -19,17 +20,61 @@ using namespace kquant;
 using namespace kquant::avx512;
 
 constexpr int kRows = 16;
-constexpr size_t kMain = 128 * kRows;  // bytes per block in the main stream
 constexpr size_t kMeta = 16 * kRows;
 
-template <int T>
+// Main stream bytes per block: nibbles (128R), then for Q5_K the high bits (32R).
+template <bool kQ5>
+constexpr size_t kMain = (kQ5 ? 160 : 128) * kRows;
+
+// Bit 2c+p of each qh byte moved to bit 4 (other bits are masked off by the caller).
+template <int kBit>
+LUMEN_KQ_INLINE __m512i high_bit_to_4(__m512i qh) {
+  if constexpr (kBit < 4) return _mm512_slli_epi16(qh, 4 - kBit);
+  else if constexpr (kBit > 4) return _mm512_srli_epi16(qh, kBit - 4);
+  else return qh;
+}
+
+template <bool kQ5, int C>
+LUMEN_KQ_INLINE void chunk_weights(const uint8_t* q, int k, __m512i& wl, __m512i& wh) {
+  const __m512i m0f = _mm512_set1_epi8(0x0f);
+  const __m512i x = _mm512_loadu_si512(q + 64 * (8 * C + k));
+  if constexpr (!kQ5) {
+    wl = _mm512_and_si512(x, m0f);
+    wh = _mm512_and_si512(_mm512_srli_epi16(x, 4), m0f);
+  } else {
+    const __m512i m10 = _mm512_set1_epi8(0x10);
+    const __m512i qh = _mm512_loadu_si512(q + 128 * kRows + 64 * k);
+    // A | (B & C): the nibble, plus the high bit masked to bit 4.
+    wl = _mm512_ternarylogic_epi32(_mm512_and_si512(x, m0f), high_bit_to_4<2 * C>(qh), m10, 0xF8);
+    wh = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), high_bit_to_4<2 * C + 1>(qh), m10,
+                                   0xF8);
+  }
+}
+
+template <bool kQ5, int T, int C>
+LUMEN_KQ_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __m512i sc[8], __m512i isum[T]) {
+  __m512i lo[T], hi[T];
+  for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
+  for (int k = 0; k < 8; k++) {
+    __m512i wl, wh;
+    chunk_weights<kQ5, C>(q, k, wl, wh);
+    for (int t = 0; t < T; t++) {
+      lo[t] = _mm512_dpbusd_epi32(lo[t], wl, bcast32(a[t] + 64 * C + 4 * k));
+      hi[t] = _mm512_dpbusd_epi32(hi[t], wh, bcast32(a[t] + 64 * C + 32 + 4 * k));
+    }
+  }
+  for (int t = 0; t < T; t++)
+    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc[2 * C]),
+                                                         _mm512_mullo_epi32(hi[t], sc[2 * C + 1])));
+}
+
+template <bool kQ5, int T>
 void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
           float* y, int64_t ldy, int n_rows) {
   __m512 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-  const __m512i m0f = _mm512_set1_epi8(0x0f);
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* q = main + kMain * static_cast<size_t>(b);
+    const uint8_t* q = main + kMain<kQ5> * static_cast<size_t>(b);
     const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
     const uint8_t* a[T];
     for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
@@ -37,22 +82,10 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
     unpack_k4_scales(m, sc, mp);
     __m512i isum[T];
     for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
-    for (int c = 0; c < 4; c++) {
-      __m512i lo[T], hi[T];
-      for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
-      for (int k = 0; k < 8; k++) {
-        const __m512i x = _mm512_loadu_si512(q + 64 * (8 * c + k));
-        const __m512i wl = _mm512_and_si512(x, m0f);
-        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(x, 4), m0f);
-        for (int t = 0; t < T; t++) {
-          lo[t] = _mm512_dpbusd_epi32(lo[t], wl, bcast32(a[t] + 64 * c + 4 * k));
-          hi[t] = _mm512_dpbusd_epi32(hi[t], wh, bcast32(a[t] + 64 * c + 32 + 4 * k));
-        }
-      }
-      for (int t = 0; t < T; t++)
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(lo[t], sc[2 * c]),
-                                                             _mm512_mullo_epi32(hi[t], sc[2 * c + 1])));
-    }
+    chunk<kQ5, T, 0>(q, a, sc, isum);
+    chunk<kQ5, T, 1>(q, a, sc, isum);
+    chunk<kQ5, T, 2>(q, a, sc, isum);
+    chunk<kQ5, T, 3>(q, a, sc, isum);
     const __m512 d = load_f16x16(m + 12 * kRows);
     const __m512 dmin = load_f16x16(m + 14 * kRows);
     for (int t = 0; t < T; t++) {
@@ -67,25 +100,26 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
   for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
 }
 
+template <bool kQ5>
 void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
              int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = w.n_in / kBlock;
-  const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
+  const size_t gbytes = (static_cast<size_t>(nb) * (kMain<kQ5> + kMeta) + 63) / 64 * 64;
   const uint8_t* base = w.packed.get()->data;
   for (int64_t g = r0 / kRows; g * kRows < r1; g++) {
     const uint8_t* main = base + gbytes * static_cast<size_t>(g);
-    const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
+    const uint8_t* meta = main + kMain<kQ5> * static_cast<size_t>(nb);
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
     int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    for (; t + 4 <= n_tokens; t += 4) tile<kQ5, 4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
     const uint8_t* at = act + stride * t;
     float* yt = yg + ldy * t;
     switch (n_tokens - t) {
-      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 3: tile<kQ5, 3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 2: tile<kQ5, 2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
+      case 1: tile<kQ5, 1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
       default: break;
     }
   }
@@ -97,6 +131,9 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x,
 
 const MatmulKernel kMatmulQ4_KAvx512 = {"q4_K/avx512-vnni", GgmlType::Q4_K, Isa::Avx512, kRows,
                                         kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
-                                        compute};
+                                        compute<false>};
+const MatmulKernel kMatmulQ5_KAvx512 = {"q5_K/avx512-vnni", GgmlType::Q5_K, Isa::Avx512, kRows,
+                                        kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
+                                        compute<true>};
 
 }  // namespace lumen

@@ -1,0 +1,10 @@
+// Q3_K weights x Q8_K activations, AVX-512 VNNI (see matmul_q3k_avx512.cpp).
+#pragma once
+
+#include "kernels/matmul_kernel.h"
+
+namespace lumen {
+
+extern const MatmulKernel kMatmulQ3_KAvx512;
+
+}  // namespace lumen

@@ -1,13 +1,279 @@
-// Placeholder: `lumen bench` is not implemented yet.
+// `lumen bench`: prefill and decode speed, TTFT and inter-token latency (medians over
+// repetitions; engine/benchmark.h says what is timed), judged against the machine's roofline
+// (engine/roofline_report.h), as text, JSON, and optionally an SVG roofline chart.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "commands.h"
 #include "core/error.h"
+#include "engine/benchmark.h"
+#include "engine/roofline_report.h"
+#include "gguf/gguf_file.h"
+#include "kernels/cpu_features.h"
+#include "kernels/isa.h"
+#include "kernels/roofline.h"
+#include "model/model.h"
+#include "model_options.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lumen::cli {
 
+namespace {
+
+struct BenchArgs {
+  ModelArgs model;
+  int64_t n_prompt = 512;
+  int64_t n_gen = 128;
+  int n_reps = 3;
+  bool json = false;
+  bool remeasure = false;
+  std::string plot;
+};
+
+// Progress on stderr: one self-overwriting line on a terminal, a line per phase otherwise.
+class Progress {
+ public:
+  Progress() : tty_(isatty(fileno(stderr)) != 0) {}
+  void phase(const BenchPhase& p) {
+    if (p.result != nullptr) {
+      line(fmt::format("rep {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s", p.rep, p.n_reps, p.result->prefill_tok_s,
+                       p.result->decode_tok_s));
+      return;
+    }
+    std::string what = p.phase == "warm-up" ? "warm-up" : fmt::format("rep {}/{}: {}", p.rep, p.n_reps, p.phase);
+    if (tty_) {
+      fmt::print(stderr, "\r\x1b[Kbench: {} {}/{} tokens", what, p.done, p.total);
+      std::fflush(stderr);
+    } else if (p.done == 0) {
+      fmt::print(stderr, "bench: {} ({} tokens)\n", what, p.total);
+    }
+  }
+  void line(const std::string& s) {
+    if (tty_) fmt::print(stderr, "\r\x1b[K");
+    fmt::print(stderr, "bench: {}\n", s);
+  }
+  void done() {
+    if (tty_) fmt::print(stderr, "\r\x1b[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool tty_;
+};
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail("{}: cannot write the plot", path);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      fail("{}: cannot write the plot", path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    fail("{}: cannot write the plot: {}", path, ec.message());
+  }
+}
+
+std::string name_of(const GgufFile& f, const std::string& path) {
+  if (auto n = f.get_string("general.name"); n && !n->empty()) return std::string(*n);
+  return std::filesystem::path(path).filename().string();
+}
+
+void run_bench(const BenchArgs& a) {
+  if (a.n_prompt < 1) fail("-p/--n-prompt must be at least 1");
+  if (a.n_gen < 0) fail("-n/--n-gen must not be negative");
+  if (a.n_reps < 1) fail("-r/--repetitions must be at least 1");
+  const int n_threads =
+      a.model.n_threads > 0 ? a.model.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  Progress progress;
+  const std::string path = a.model.resolved_model_path();
+  if (!std::filesystem::exists(path)) fail("{}: no such model file (give one with -m or $LUMEN_MODEL)", path);
+  if (!a.plot.empty()) {
+    // Fail now, not after minutes of measuring, when the plot cannot be written.
+    std::ofstream probe(a.plot + ".tmp", std::ios::binary | std::ios::trunc);
+    if (!probe) fail("{}: cannot write the plot", a.plot);
+    probe.close();
+    std::remove((a.plot + ".tmp").c_str());
+  }
+
+  // The machine's ceilings first, before the model takes memory (cached after the first run).
+  const Isa isa = active_isa();
+  {
+    bool cached = false;
+    try {
+      cached = read_roofline_cache(roofline_cache_path(), cpu_features().brand, n_threads, isa).has_value();
+    } catch (const Error&) {
+    }
+    if (!cached && !a.remeasure) progress.line(fmt::format("measuring this machine's roofline for {} threads (once; cached)", n_threads));
+  }
+  RooflineMeasurement machine;
+  if (a.remeasure) {
+    progress.line(fmt::format("measuring this machine's roofline for {} threads", n_threads));
+    machine = measure_roofline(n_threads);
+    try {
+      write_roofline_cache(roofline_cache_path(), machine);
+    } catch (const Error& e) {
+      machine.cache_error = e.what();
+    }
+  } else {
+    machine = load_or_measure_roofline(n_threads);
+  }
+  if (!machine.cache_error.empty()) progress.line("roofline cache not written: " + machine.cache_error);
+
+  ModelArgs margs = a.model;
+  margs.n_threads = n_threads;
+  margs.model_path = path;
+  progress.line(fmt::format("loading {}", path));
+  auto m = load_model(margs);
+  Model& model = *m->model;
+  const ModelConfig& cfg = model.config();
+  if (a.n_prompt + a.n_gen > cfg.n_ctx_train)
+    progress.line(fmt::format("note: {} + {} positions exceed the model's training context of {}", a.n_prompt,
+                              a.n_gen, cfg.n_ctx_train));
+
+  BenchOptions opt;
+  opt.n_prompt = a.n_prompt;
+  opt.n_gen = a.n_gen;
+  opt.n_reps = a.n_reps;
+  opt.bos = m->tokenizer->bos_id();
+  if (opt.bos >= cfg.n_vocab) opt.bos = -1;
+  const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
+  progress.done();
+
+  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type);
+  const BenchShape shape{a.n_prompt, a.n_gen, model.n_batch()};
+  const RooflineReport rr = analyze_roofline(cost, shape, res.prefill_tok_s, res.decode_tok_s, machine);
+  const std::string model_name = name_of(*m->file, path);
+  double n_params = 0;
+  for (const auto& t : m->file->tensors()) n_params += static_cast<double>(t.n_elements());
+
+  if (!a.plot.empty()) {
+    const std::string title = fmt::format("Roofline: {} ({}), {} threads, {}",
+                                          std::filesystem::path(path).filename().string(),
+                                          cost.type_mix.empty() ? "?" : type_name(cost.type_mix[0].type), n_threads,
+                                          isa_name(isa));
+    const std::string subtitle =
+        fmt::format("{}: {}; prefill p={}, decode n={}, medians of {}\n{}\n{}", model_name, cost.type_mix_string(),
+                    a.n_prompt, a.n_gen, a.n_reps, rr.decode.verdict, rr.prefill.verdict);
+    write_text_file(a.plot, roofline_svg(rr, title, subtitle));
+  }
+
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = path;
+    j["model_name"] = model_name;
+    j["arch"] = cfg.arch;
+    j["n_params"] = n_params;
+    nlohmann::json mix = nlohmann::json::object();
+    for (const TypeShare& t : cost.type_mix)
+      mix[std::string(type_name(t.type))] = {{"tensors", t.n_tensors}, {"bytes", t.bytes}};
+    j["type_mix"] = mix;
+    j["threads"] = n_threads;
+    j["isa"] = isa_name(isa);
+    j["n_batch"] = model.n_batch();
+    j["kv_type"] = std::string(type_name(opt.kv_type));
+    j["n_prompt"] = a.n_prompt;
+    j["n_gen"] = a.n_gen;
+    j["reps"] = a.n_reps;
+    j["prefill_tok_s"] = res.prefill_tok_s;
+    j["prefill_ms"] = res.prefill_ms;
+    j["decode_tok_s"] = res.decode_tok_s;
+    j["decode_ms"] = res.decode_ms;
+    j["ttft_ms"] = res.ttft_ms;
+    j["itl_ms_p50"] = res.itl_ms_p50;
+    j["itl_ms_p99"] = res.itl_ms_p99;
+    j["decode_bytes_per_token"] = rr.decode.bytes;
+    j["decode_kv_bytes_per_token"] = rr.decode_kv_bytes_per_token;
+    j["decode_mean_ctx"] = rr.decode_mean_ctx;
+    j["decode_gb_s"] = rr.decode.gb_s;
+    j["decode_roofline_frac"] = rr.decode.frac;
+    j["decode_gflop_s"] = rr.decode.gflop_s;
+    j["decode_bound"] = rr.decode.bandwidth_bound ? "bandwidth" : "compute";
+    j["prefill_flops"] = rr.prefill.flops;
+    j["prefill_attention_flops"] = rr.prefill_attn_flops;
+    j["prefill_gflop_s"] = rr.prefill.gflop_s;
+    j["prefill_roofline_frac"] = rr.prefill.frac;
+    j["prefill_bound"] = rr.prefill.bandwidth_bound ? "bandwidth" : "compute";
+    j["prefill_compute"] = rr.compute_kind;
+    j["prefill_compute_peak_gflop_s"] = rr.compute_peak;
+    j["ceilings"] = {{"dram_read_gb_s", machine.dram_read_gbps},
+                     {"fp32_gflop_s", machine.fp32_gflops},
+                     {"int8_gop_s", machine.int8_gops},
+                     {"cpu", machine.cpu_brand},
+                     {"from_cache", machine.from_cache}};
+    j["verdict"] = {{"decode", rr.decode.verdict}, {"prefill", rr.prefill.verdict}};
+    nlohmann::json per_rep = nlohmann::json::array();
+    for (const BenchRep& r : res.reps)
+      per_rep.push_back({{"prefill_tok_s", r.prefill_tok_s},
+                         {"prefill_ms", r.prefill_ms},
+                         {"ttft_ms", r.ttft_ms},
+                         {"decode_tok_s", r.decode_tok_s},
+                         {"decode_ms", r.decode_ms},
+                         {"itl_ms_p50", r.itl_ms_p50},
+                         {"itl_ms_p99", r.itl_ms_p99}});
+    j["per_rep"] = per_rep;
+    if (!a.plot.empty()) j["plot"] = a.plot;
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+
+  fmt::print("model     {}: {} ({}), {:.3g} M parameters\n", path, model_name, cfg.arch, n_params / 1e6);
+  fmt::print("weights   {}\n", cost.type_mix_string());
+  fmt::print("setup     {} threads, {} kernels, batch {}, {} KV cache; p={} n={}, medians of {} reps (+1 warm-up)\n",
+             n_threads, isa_name(isa), model.n_batch(), type_name(opt.kv_type), a.n_prompt, a.n_gen, a.n_reps);
+  fmt::print("machine   DRAM read {} GB/s, FP32 FMA {} GFLOP/s{} ({})\n", format_3sig(machine.dram_read_gbps),
+             format_3sig(machine.fp32_gflops),
+             machine.int8_gops > 0 ? fmt::format(", int8 VNNI {} GOP/s", format_3sig(machine.int8_gops)) : "",
+             machine.from_cache ? "cached roofline" : "measured now");
+  fmt::print("\n");
+  fmt::print("prefill   {:9.1f} tok/s  {:10.2f} ms   TTFT {:.2f} ms\n", res.prefill_tok_s, res.prefill_ms, res.ttft_ms);
+  fmt::print("decode    {:9.1f} tok/s  {:10.2f} ms   ITL p50 {:.3f} ms, p99 {:.3f} ms\n", res.decode_tok_s,
+             res.decode_ms, res.itl_ms_p50, res.itl_ms_p99);
+  fmt::print("\n");
+  fmt::print("decode    {:.4g} MB/token (weights {:.4g} MB + KV {:.4g} MB at mean context {:.1f}) -> {} GB/s, {} GFLOP/s\n",
+             rr.decode.bytes / 1e6, cost.weight_bytes_per_token / 1e6, rr.decode_kv_bytes_per_token / 1e6,
+             rr.decode_mean_ctx, format_3sig(rr.decode.gb_s), format_3sig(rr.decode.gflop_s));
+  fmt::print("prefill   {:.4g} GFLOP (attention {:.3g}) at {} FLOP/byte -> {} GFLOP/s ({} peak {} GFLOP/s)\n",
+             rr.prefill.flops / 1e9, rr.prefill_attn_flops / 1e9, format_3sig(rr.prefill.intensity),
+             format_3sig(rr.prefill.gflop_s), rr.compute_kind, format_3sig(rr.compute_peak));
+  fmt::print("verdict   {}\n          {}\n", rr.decode.verdict, rr.prefill.verdict);
+  fmt::print("\n{:<5} {:>14} {:>11} {:>14} {:>11} {:>11}\n", "rep", "prefill tok/s", "TTFT ms", "decode tok/s",
+             "ITL p50 ms", "ITL p99 ms");
+  for (size_t i = 0; i < res.reps.size(); i++) {
+    const BenchRep& r = res.reps[i];
+    fmt::print("{:<5} {:>14.1f} {:>11.2f} {:>14.1f} {:>11.3f} {:>11.3f}\n", i + 1, r.prefill_tok_s, r.ttft_ms,
+               r.decode_tok_s, r.itl_ms_p50, r.itl_ms_p99);
+  }
+  if (!a.plot.empty()) fmt::print("\nplot      {}\n", a.plot);
+}
+
+}  // namespace
+
 void register_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([] { fail("'bench' is not implemented yet"); });
+  static BenchArgs a;
+  auto* cmd = app.add_subcommand("bench", "measure prefill/decode speed, TTFT and ITL against the machine's roofline");
+  a.model.add_to(cmd);
+  cmd->add_option("-p,--n-prompt", a.n_prompt, "prompt tokens for the prefill phase (default 512)");
+  cmd->add_option("-n,--n-gen", a.n_gen, "tokens decoded one at a time after the prompt (default 128)");
+  cmd->add_option("-r,--repetitions", a.n_reps, "repetitions; medians are reported (default 3)");
+  cmd->add_flag("--json", a.json, "print one JSON object");
+  cmd->add_option("--plot", a.plot, "write a roofline chart to this SVG file");
+  cmd->add_flag("--remeasure", a.remeasure,
+                "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
+  cmd->callback([] { run_bench(a); });
 }
 
 }  // namespace lumen::cli

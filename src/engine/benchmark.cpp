@@ -1,0 +1,161 @@
+#include "engine/benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace lumen {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+int32_t argmax(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+// Evaluates tokens[0, n) from position 0 in batches of n_batch; logits of the last one.
+void prefill(Model& model, KvCache& kv, const std::vector<int32_t>& tokens, int64_t n, float* logits,
+             const std::function<void(int64_t)>& on_batch) {
+  Batch batch;
+  for (int64_t b = 0; b < n; b += model.n_batch()) {
+    const int64_t e = std::min(n, b + model.n_batch());
+    batch.clear();
+    for (int64_t i = b; i < e; i++) batch.add(tokens[i], static_cast<int32_t>(i), 0, i == n - 1);
+    model.forward(batch, kv, logits);
+    if (on_batch) on_batch(e);
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> bench_prompt(int64_t n_tokens, int64_t n_vocab, int32_t bos, uint64_t seed) {
+  if (n_vocab < 1) fail("bench: the model has no vocabulary");
+  std::vector<int32_t> out;
+  out.reserve(static_cast<size_t>(std::max<int64_t>(n_tokens, 0)));
+  // A fixed generator and our own mapping to [0, n_vocab), so the ids are the same everywhere.
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < n_tokens; i++) {
+    if (i == 0 && bos >= 0) {
+      out.push_back(bos);
+      continue;
+    }
+    out.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab)));
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::function<void(const BenchPhase&)>& on_progress) {
+  if (o.n_prompt < 1) fail("bench: the prompt needs at least 1 token, got {}", o.n_prompt);
+  if (o.n_gen < 0) fail("bench: the number of decoded tokens must not be negative, got {}", o.n_gen);
+  if (o.n_reps < 1) fail("bench: at least 1 repetition is needed, got {}", o.n_reps);
+  const int64_t n_vocab = model.config().n_vocab;
+  if (o.bos >= n_vocab) fail("bench: BOS id {} is outside the vocabulary of {}", o.bos, n_vocab);
+  const int64_t n_ctx = o.n_prompt + o.n_gen;
+  auto kv = model.make_kv_cache(1, n_ctx, o.kv_type);
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  const std::vector<int32_t> prompt = bench_prompt(o.n_prompt, n_vocab, o.bos, o.seed);
+
+  auto report = [&](const char* phase, int rep, int64_t done, int64_t total, const BenchRep* result = nullptr) {
+    if (!on_progress) return;
+    BenchPhase p;
+    p.phase = phase;
+    p.rep = rep;
+    p.n_reps = o.n_reps;
+    p.done = done;
+    p.total = total;
+    p.result = result;
+    on_progress(p);
+  };
+
+  // Warm-up: touches the code paths, scratch buffers and the thread pool once.
+  {
+    const int64_t n_warm = std::clamp<int64_t>(o.n_warmup_tokens, 1, o.n_prompt);
+    report("warm-up", 0, 0, n_warm + 1);
+    kv->clear();
+    prefill(model, *kv, prompt, n_warm, logits.data(), {});
+    if (n_warm < n_ctx) {
+      Batch batch;
+      batch.add(argmax(logits.data(), n_vocab), static_cast<int32_t>(n_warm), 0, true);
+      model.forward(batch, *kv, logits.data());
+    }
+  }
+
+  BenchResult res;
+  Batch batch;
+  for (int rep = 1; rep <= o.n_reps; rep++) {
+    BenchRep r;
+    kv->clear();
+    report("prefill", rep, 0, o.n_prompt);
+    const auto t0 = Clock::now();
+    prefill(model, *kv, prompt, o.n_prompt, logits.data(),
+            [&](int64_t done) { report("prefill", rep, done, o.n_prompt); });
+    const auto t1 = Clock::now();
+    int32_t tok = argmax(logits.data(), n_vocab);
+    const auto t2 = Clock::now();
+    r.prefill_ms = ms_between(t0, t1);
+    r.prefill_tok_s = r.prefill_ms > 0 ? 1000.0 * static_cast<double>(o.n_prompt) / r.prefill_ms : 0.0;
+    r.ttft_ms = ms_between(t0, t2);
+
+    report("decode", rep, 0, o.n_gen);
+    r.itl_ms.reserve(static_cast<size_t>(o.n_gen));
+    for (int64_t i = 0; i < o.n_gen; i++) {
+      const auto s0 = Clock::now();
+      batch.clear();
+      batch.add(tok, static_cast<int32_t>(o.n_prompt + i), 0, true);
+      model.forward(batch, *kv, logits.data());
+      tok = argmax(logits.data(), n_vocab);
+      r.itl_ms.push_back(ms_between(s0, Clock::now()));
+      if ((i + 1) % 16 == 0 || i + 1 == o.n_gen) report("decode", rep, i + 1, o.n_gen);
+    }
+    for (double x : r.itl_ms) r.decode_ms += x;
+    r.decode_tok_s = r.decode_ms > 0 ? 1000.0 * static_cast<double>(o.n_gen) / r.decode_ms : 0.0;
+    r.itl_ms_p50 = percentile(r.itl_ms, 50);
+    r.itl_ms_p99 = percentile(r.itl_ms, 99);
+    report("done", rep, o.n_gen, o.n_gen, &r);
+    res.reps.push_back(std::move(r));
+  }
+
+  auto med = [&](double BenchRep::*field) {
+    std::vector<double> v;
+    for (const BenchRep& r : res.reps) v.push_back(r.*field);
+    return median(std::move(v));
+  };
+  res.prefill_ms = med(&BenchRep::prefill_ms);
+  res.prefill_tok_s = med(&BenchRep::prefill_tok_s);
+  res.ttft_ms = med(&BenchRep::ttft_ms);
+  res.decode_ms = med(&BenchRep::decode_ms);
+  res.decode_tok_s = med(&BenchRep::decode_tok_s);
+  res.itl_ms_p50 = med(&BenchRep::itl_ms_p50);
+  res.itl_ms_p99 = med(&BenchRep::itl_ms_p99);
+  return res;
+}
+
+}  // namespace lumen

@@ -1,0 +1,136 @@
+// `lumen bench` driven as a user would, on the tiny stories260K model. Never asserts a speed:
+// only that every figure is there, positive and consistent. The roofline ceilings come from a
+// cache file the test writes first (in its own $XDG_CACHE_HOME), so no 1 GiB measurement runs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu_features.h"
+#include "kernels/isa.h"
+#include "kernels/roofline.h"
+#include "test_support.h"
+
+namespace lumen {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class BenchCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::shared_exists("models/stories260K.gguf")) GTEST_SKIP() << "no shared models";
+    dir_ = fs::temp_directory_path() / ("lumen_bench_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+    RooflineMeasurement m;
+    m.cpu_brand = cpu_features().brand;
+    m.isa = active_isa();
+    m.n_threads = 1;
+    m.dram_read_gbps = 50.0;
+    m.fp32_gflops = 200.0;
+    m.int8_gops = m.isa == Isa::Avx512 ? 800.0 : 0.0;
+    write_roofline_cache(roofline_cache_path(), m);
+    model_ = "-m " + test::shared_path("models/stories260K.gguf") + " -t 1";
+  }
+  void TearDown() override {
+    unsetenv("XDG_CACHE_HOME");
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+  std::string model_;
+};
+
+TEST_F(BenchCli, JsonHasEveryFigure) {
+  auto r = test::run_cli("bench " + model_ + " -p 32 -n 8 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  for (const char* key : {"prefill_tok_s", "decode_tok_s", "ttft_ms", "itl_ms_p50", "itl_ms_p99", "decode_gb_s",
+                          "decode_roofline_frac", "prefill_gflop_s", "prefill_ms", "decode_ms",
+                          "decode_bytes_per_token", "prefill_flops"}) {
+    ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
+    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  }
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["reps"], 1);
+  EXPECT_EQ(j["n_prompt"], 32);
+  EXPECT_EQ(j["n_gen"], 8);
+  EXPECT_EQ(j["isa"], isa_name(active_isa()));
+  EXPECT_EQ(j["type_mix"]["F32"]["tensors"].get<int>(), 48);  // stories260K: all F32
+  EXPECT_DOUBLE_EQ(j["ceilings"]["dram_read_gb_s"].get<double>(), 50.0);
+  EXPECT_TRUE(j["ceilings"]["from_cache"].get<bool>());
+  EXPECT_NEAR(j["decode_roofline_frac"].get<double>(), j["decode_gb_s"].get<double>() / 50.0, 1e-9);
+  EXPECT_EQ(j["prefill_compute"], "fp32");  // F32 weights
+  EXPECT_LE(j["itl_ms_p50"].get<double>(), j["itl_ms_p99"].get<double>());
+  EXPECT_GE(j["ttft_ms"].get<double>(), j["prefill_ms"].get<double>());
+  ASSERT_EQ(j["per_rep"].size(), 1u);
+  EXPECT_EQ(j["per_rep"][0]["decode_tok_s"], j["decode_tok_s"]);
+  EXPECT_EQ(j["verdict"]["decode"].get<std::string>().rfind("decode: ", 0), 0u);
+  EXPECT_EQ(j["verdict"]["prefill"].get<std::string>().rfind("prefill: ", 0), 0u);
+  // Progress went to stderr, not into the JSON.
+  EXPECT_NE(r.err.find("rep 1/1"), std::string::npos) << r.err;
+}
+
+TEST_F(BenchCli, MediansOverRepetitions) {
+  auto r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["per_rep"].size(), 3u);
+  std::vector<double> v;
+  for (const auto& rep : j["per_rep"]) v.push_back(rep["decode_tok_s"].get<double>());
+  std::sort(v.begin(), v.end());
+  EXPECT_DOUBLE_EQ(j["decode_tok_s"].get<double>(), v[1]);
+}
+
+TEST_F(BenchCli, TextReportAndPlot) {
+  const std::string svg = (dir_ / "roofline.svg").string();
+  auto r = test::run_cli("bench " + model_ + " -p 32 -n 8 -r 1 --plot " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"prefill", "decode", "TTFT", "ITL p50", "verdict", "decode: ", "prefill: ", "GB/s", "GFLOP/s"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
+  ASSERT_TRUE(fs::exists(svg));
+  EXPECT_FALSE(fs::exists(svg + ".tmp"));
+  const std::string text = test::read_file(svg);
+  EXPECT_EQ(text.rfind("<?xml", 0), 0u);
+  EXPECT_NE(text.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  EXPECT_NE(text.find("</svg>"), std::string::npos);
+  EXPECT_NE(text.find("DRAM read 50.0 GB/s"), std::string::npos);
+  EXPECT_NE(text.find("stories260K.gguf"), std::string::npos);
+  EXPECT_NE(text.find("1 threads"), std::string::npos);
+  // A real XML parser, where python3 is around (it is wherever synth_gguf.py runs).
+  const std::string cmd = "python3 -c 'import sys, xml.dom.minidom; "
+                          "d = xml.dom.minidom.parse(sys.argv[1]); "
+                          "sys.exit(0 if d.documentElement.tagName == \"svg\" else 1)' '" + svg + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  if (!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) EXPECT_EQ(rc, 0) << "not parseable XML: " << svg;
+}
+
+TEST_F(BenchCli, DecodeCanBeSkipped) {
+  auto r = test::run_cli("bench " + model_ + " -p 8 -n 0 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0.0);
+  EXPECT_EQ(j["decode_tok_s"].get<double>(), 0.0);
+}
+
+TEST_F(BenchCli, BadOptionsAreOneLineErrors) {
+  for (const char* args : {" -p 0", " -n -1", " -r 0"}) {
+    auto r = test::run_cli("bench " + model_ + args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find("lumen: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  auto r = test::run_cli("bench -m /nonexistent/model.gguf -t 1 -p 8 -n 2 -r 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --plot /nonexistent/dir/plot.svg");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent/dir/plot.svg"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace lumen

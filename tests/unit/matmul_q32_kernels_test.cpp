@@ -276,6 +276,7 @@ TEST(MatmulQ32Kernels, MatchReferenceOverShapes) {
           check_product(*k, n_in, n_out, n_tokens, seed++);
         }
     check_product(*k, 96, 4096, 5, seed++);
+    check_product(*k, 160, 33, 6, seed++);
     check_product(*k, 64, 4096, 1, seed++);
     if (!small) check_product(*k, 4096, 48, 9, seed++);
   }

@@ -89,6 +89,7 @@ struct Q32FmtQ8_0 {
   static constexpr GgmlType kType = GgmlType::Q8_0;
   static constexpr int kQBytes = 512, kScaleBytes = 32;
   static constexpr bool kBiased = true, kMin = false;
+  static constexpr int kGemvGroups = 4;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     v0 = _mm512_load_si512(q + 64 * p);
     v1 = _mm512_load_si512(q + 64 * (p + 4));
@@ -100,6 +101,7 @@ struct Q32FmtNibbles {
   static constexpr GgmlType kType = T;
   static constexpr int kQBytes = 256, kScaleBytes = kHasMin ? 64 : 32;
   static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+  static constexpr int kGemvGroups = 1;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -115,6 +117,7 @@ struct Q32FmtQ5 {
   static constexpr GgmlType kType = T;
   static constexpr int kQBytes = 320, kScaleBytes = kHasMin ? 64 : 32;
   static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+  static constexpr int kGemvGroups = 1;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -132,6 +135,7 @@ struct Q32FmtIq4nl {
   static constexpr GgmlType kType = GgmlType::IQ4_NL;
   static constexpr int kQBytes = 256, kScaleBytes = 32;
   static constexpr bool kBiased = true, kMin = false;
+  static constexpr int kGemvGroups = 1;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
     const __m512i table = _mm512_broadcast_i32x4(
@@ -160,7 +164,11 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t* pair = g0 + (b >> 1) * kPair;
     const int64_t hb = b & 1;
-    __m512i iacc[G][T];
+    // Few tiles in flight (decode): a second accumulator halves the dependency chain.
+    constexpr bool kSplit = G * T <= 2;
+    __m512i iacc[G][T], iacc2[G][T];
+    for (int g = 0; g < G; g++)
+      for (int t = 0; t < T; t++) iacc2[g][t] = _mm512_setzero_si512();
     for (int t = 0; t < T; t++) {
       const __m512i c = F::kBiased ? _mm512_set1_epi32(a[t][b].corr) : _mm512_setzero_si512();
       for (int g = 0; g < G; g++) iacc[g][t] = c;
@@ -174,10 +182,14 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
         const __m512i a1 = _mm512_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
         for (int g = 0; g < G; g++) {
           iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v0[g], a0);
-          iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v1[g], a1);
+          if constexpr (kSplit) iacc2[g][t] = _mm512_dpbusd_epi32(iacc2[g][t], v1[g], a1);
+          else iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v1[g], a1);
         }
       }
     }
+    if constexpr (kSplit)
+      for (int g = 0; g < G; g++)
+        for (int t = 0; t < T; t++) iacc[g][t] = _mm512_add_epi32(iacc[g][t], iacc2[g][t]);
     __m512 dw[G], mw[G];
     for (int g = 0; g < G; g++) {
       const uint8_t* s = pair + g * group_bytes + hb * 32;
@@ -208,27 +220,44 @@ inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int
     case 1: q32_tile<F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
     case 2: q32_tile<F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
     case 3: q32_tile<F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    default: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    case 4: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    case 5: q32_tile<F, G, 5>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    default: q32_tile<F, G, 6>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
   }
 }
 
 inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// The MatmulKernel::compute of format F. Few tokens: stream each pair of row groups once with
-// all tokens. Many tokens: row blocks whose packed weights fit in L2, each swept by tiles of
-// 4 tokens, so a weight vector is read from memory once and from cache per token tile.
+// The MatmulKernel::compute of format F.
+// Up to 6 tokens (decode, small batches): each row group is streamed once with all tokens, one
+// group at a time so each thread reads one sequential stream (measured: several groups in
+// flight slowed the nibble formats' streams; Q8_0's single-token case gains a little from 4).
+// More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
+// packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>
 void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
                         int64_t ldy, int64_t r0, int64_t r1) {
-  constexpr int kTile = 4;
+  constexpr int kTile = 6;
   const int64_t nb = w.n_in / kQ32Block;
   const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
   const uint8_t* base = w.packed.get()->data;
   const int64_t g_begin = r0 / kQ32GroupRows;
   const int64_t g_end = (r1 + kQ32GroupRows - 1) / kQ32GroupRows;
-  // Row groups per L2 block (even, >= 2): ~384 KiB of weights.
-  int64_t block_groups = static_cast<int64_t>((384u << 10) / group_bytes) & ~int64_t{1};
-  if (block_groups < 2 || n_tokens <= kTile) block_groups = g_end - g_begin;
+  if (n_tokens <= kTile) {
+    for (int64_t g = g_begin; g < g_end;) {
+      const uint8_t* gp = base + g * group_bytes;
+      if (n_tokens == 1 && F::kGemvGroups == 4 && g + 4 <= g_end) {
+        q32_tile<F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+        g += 4;
+      } else {
+        q32_tile_n<F, 1>(n_tokens, gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+        g += 1;
+      }
+    }
+    return;
+  }
+  int64_t block_groups = static_cast<int64_t>((128u << 10) / group_bytes) & ~int64_t{1};
+  if (block_groups < 2) block_groups = 2;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
     const int64_t ge = q32_min(g_end, gb + block_groups);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {

@@ -289,6 +289,61 @@ std::string roofline_svg(const RooflineReport& r, const std::string& title, cons
     s += fmt::format(R"~(<text x="{0:.1f}" y="{1:.1f}" font-size="13" fill="#1f4e9c" stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke" transform="rotate({2:.1f} {0:.1f} {1:.1f})">DRAM read {3} GB/s</text>
 )~", px(xl) - 6, py(bw * xl) - 8, ang, format_3sig(bw));
   }
+  // Labels are placed where they overlap nothing drawn so far (boxes in pixels, estimated
+  // from the text length): the phase labels first, then the ceiling labels around them.
+  struct Box {
+    double x0, y0, x1, y1;
+    bool hits(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+  };
+  auto text_box = [](double x, double baseline, const std::string& text, double size, const char* anchor) {
+    const double w = 0.6 * size * static_cast<double>(text.size());
+    const double x0 = std::string_view(anchor) == "end" ? x - w : x;
+    return Box{x0, baseline - size, x0 + w, baseline + 0.3 * size};
+  };
+  std::vector<Box> taken;
+  std::vector<Box> ceiling_lines;
+  for (const Ceiling& c : r.ceilings)
+    if (c.gflop_s > 0) ceiling_lines.push_back({px(c.gflop_s / bw), py(c.gflop_s) - 2, L + pw, py(c.gflop_s) + 2});
+  const char* halo = R"~(stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke")~";
+
+  // The phases: markers, a dotted drop from the roof, two-line labels.
+  std::string phases;
+  const char* pcolors[] = {"#0b63c4", "#d9480f"};
+  int k = 0;
+  for (const PhasePoint* p : {&r.decode, &r.prefill}) {
+    const char* col = pcolors[k++];
+    if (p->intensity <= 0 || p->gflop_s <= 0) continue;
+    const double x = px(p->intensity), y = py(std::max(p->gflop_s, y_min));
+    taken.push_back({x - 8, y - 8, x + 8, y + 8});
+    const double roof = std::min(bw * p->intensity, r.compute_peak);
+    phases += fmt::format(R"~(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="1.2" stroke-dasharray="3 3"/>
+<circle cx="{0:.1f}" cy="{1:.1f}" r="6.5" fill="{3}" stroke="white" stroke-width="1.5"/>
+)~", x, y, py(roof), col);
+    const std::string l1 = fmt::format("{} {} GFLOP/s at {} FLOP/B", p->name, format_3sig(p->gflop_s), format_3sig(p->intensity));
+    const std::string l2 = p->bandwidth_bound ? fmt::format("{} GB/s, {:.0f}% of bandwidth", format_3sig(p->gb_s), 100 * p->frac)
+                                              : fmt::format("{:.0f}% of the {} peak", 100 * p->frac, r.compute_kind);
+    // Right of the point if there is room, else left; level with it, else below, else above.
+    const bool right = x < L + pw * 0.6;
+    const char* anchor = right ? "start" : "end";
+    const double tx = right ? x + 12 : x - 12;
+    double dy = 0;
+    int fewest = 1 << 30;
+    for (double cand : {0.0, 24.0, 48.0, -30.0, -54.0, 72.0}) {
+      const Box b1 = text_box(tx, y - 2 + cand, l1, 13, anchor), b2 = text_box(tx, y + 14 + cand, l2, 12, anchor);
+      int n_hits = 0;
+      for (const Box& o : ceiling_lines) n_hits += b1.hits(o) + b2.hits(o);
+      for (const Box& o : taken) n_hits += b1.hits(o) + b2.hits(o);
+      if (n_hits < fewest) fewest = n_hits, dy = cand;
+      if (n_hits == 0) break;
+    }
+    taken.push_back(text_box(tx, y - 2 + dy, l1, 13, anchor));
+    taken.push_back(text_box(tx, y + 14 + dy, l2, 12, anchor));
+    phases += fmt::format(R"~(<text x="{0:.1f}" y="{1:.1f}" font-size="13" fill="{2}" font-weight="bold" text-anchor="{3}" {7}>{4}</text>
+<text x="{0:.1f}" y="{5:.1f}" font-size="12" fill="{2}" text-anchor="{3}" {7}>{6}</text>
+)~", tx, y - 2 + dy, col, anchor, xml_escape(l1), y + 14 + dy, xml_escape(l2), halo);
+  }
+
+  // The compute ceilings, each from its ridge point on; the one prefill is judged by is solid.
   const char* colors[] = {"#b5451b", "#2e7d32", "#6a1b9a", "#555555"};
   for (size_t i = 0; i < r.ceilings.size(); i++) {
     const Ceiling& c = r.ceilings[i];
@@ -297,35 +352,30 @@ std::string roofline_svg(const RooflineReport& r, const std::string& title, cons
     const bool judged = (r.compute_kind == "int8" && c.label.rfind("int8", 0) == 0) ||
                         (r.compute_kind == "fp32" && c.label.rfind("FP32", 0) == 0) ||
                         (r.compute_kind == "bf16" && c.label.rfind("BF16", 0) == 0);
-    const double xr = c.gflop_s / bw;
+    const double xr = px(c.gflop_s / bw), yc = py(c.gflop_s);
     s += fmt::format(R"~(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="{}"{}/>
-)~", px(xr), py(c.gflop_s), L + pw, py(c.gflop_s), col, judged ? 2.5 : 1.8, judged ? "" : " stroke-dasharray=\"7 4\"");
-    s += fmt::format(R"~(<text x="{:.1f}" y="{:.1f}" font-size="13" fill="{}" text-anchor="end" stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke">{} peak {} {}</text>
-)~", L + pw - 6, py(c.gflop_s) - 7, col, xml_escape(c.label), format_3sig(c.gflop_s),
-        c.label.rfind("int8", 0) == 0 ? "GOP/s" : "GFLOP/s");
+)~", xr, yc, L + pw, yc, col, judged ? 2.5 : 1.8, judged ? "" : " stroke-dasharray=\"7 4\"");
+    const std::string label = fmt::format("{} peak {} {}", c.label, format_3sig(c.gflop_s),
+                                          c.label.rfind("int8", 0) == 0 ? "GOP/s" : "GFLOP/s");
+    // Above the line at its right end, else at its left end, else below the line.
+    struct Spot { double x, y; const char* anchor; };
+    const Spot spots[] = {{L + pw - 6, yc - 7, "end"}, {xr + 10, yc - 7, "start"}, {L + pw - 6, yc + 17, "end"},
+                          {xr + 10, yc + 17, "start"}};
+    Spot at = spots[0];
+    for (const Spot& sp : spots) {
+      const Box b = text_box(sp.x, sp.y, label, 13, sp.anchor);
+      bool clear = true;
+      for (const Box& o : taken) clear = clear && !b.hits(o);
+      if (clear) {
+        at = sp;
+        break;
+      }
+    }
+    taken.push_back(text_box(at.x, at.y, label, 13, at.anchor));
+    s += fmt::format(R"~(<text x="{:.1f}" y="{:.1f}" font-size="13" fill="{}" text-anchor="{}" {}>{}</text>
+)~", at.x, at.y, col, at.anchor, halo, xml_escape(label));
   }
-
-  // The phases.
-  const char* pcolors[] = {"#0b63c4", "#d9480f"};
-  int k = 0;
-  for (const PhasePoint* p : {&r.decode, &r.prefill}) {
-    const char* col = pcolors[k++];
-    if (p->intensity <= 0 || p->gflop_s <= 0) continue;
-    const double x = px(p->intensity), y = py(std::max(p->gflop_s, y_min));
-    const double roof = std::min(bw * p->intensity, r.compute_peak);
-    s += fmt::format(R"~(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="1.2" stroke-dasharray="3 3"/>
-)~", x, y, py(roof), col);
-    s += fmt::format(R"~(<circle cx="{:.1f}" cy="{:.1f}" r="6.5" fill="{}" stroke="white" stroke-width="1.5"/>
-)~", x, y, col);
-    const bool right = x < L + pw * 0.6;
-    const std::string l1 = fmt::format("{} {} GFLOP/s at {} FLOP/B", p->name, format_3sig(p->gflop_s), format_3sig(p->intensity));
-    const std::string l2 = p->bandwidth_bound ? fmt::format("{} GB/s, {:.0f}% of bandwidth", format_3sig(p->gb_s), 100 * p->frac)
-                                              : fmt::format("{:.0f}% of the {} peak", 100 * p->frac, r.compute_kind);
-    s += fmt::format(R"~(<text x="{0:.1f}" y="{1:.1f}" font-size="13" fill="{2}" font-weight="bold" text-anchor="{3}" {7}>{4}</text>
-<text x="{0:.1f}" y="{5:.1f}" font-size="12" fill="{2}" text-anchor="{3}" {7}>{6}</text>
-)~", right ? x + 12 : x - 12, y - 2, col, right ? "start" : "end", xml_escape(l1), y + 14, xml_escape(l2),
-        R"~(stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke")~");
-  }
+  s += phases;
   s += fmt::format("</svg>\n");
   return s;
 }

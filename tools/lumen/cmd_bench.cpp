@@ -230,7 +230,10 @@ void run_bench(const BenchArgs& a) {
     return;
   }
 
-  fmt::print("model     {}: {} ({}), {:.3g} M parameters\n", path, model_name, cfg.arch, n_params / 1e6);
+  const std::string params = n_params >= 1e9 ? fmt::format("{:.2f} B", n_params / 1e9)
+                             : n_params >= 1e6 ? fmt::format("{:.1f} M", n_params / 1e6)
+                                               : fmt::format("{:.1f} K", n_params / 1e3);
+  fmt::print("model     {} ({}, {} parameters): {}\n", path, cfg.arch, params, model_name);
   fmt::print("weights   {}\n", cost.type_mix_string());
   fmt::print("setup     {} threads, {} kernels, batch {}, {} KV cache; p={} n={}, medians of {} reps (+1 warm-up)\n",
              n_threads, isa_name(isa), model.n_batch(), type_name(opt.kv_type), a.n_prompt, a.n_gen, a.n_reps);

@@ -38,9 +38,11 @@ class TempDir {
   fs::path path_;
 };
 
+// The parsed file views `bytes`: keep them alive (a temporary would dangle, hence the delete).
 std::unique_ptr<GgufFile> parse_bytes(const std::vector<uint8_t>& bytes) {
   return GgufFile::parse(bytes.data(), bytes.size(), "roundtrip.gguf");
 }
+std::unique_ptr<GgufFile> parse_bytes(std::vector<uint8_t>&&) = delete;
 
 // Recursive equality of two values, reporting where they differ.
 void expect_same(const GgufValue& a, const GgufValue& b, const std::string& where) {
@@ -161,7 +163,8 @@ TEST(GgufWriter, ConvenienceSetters) {
   w.set_strings("m", {"one", "two", ""});
   w.set_int32s("n", {1, -1});
   w.set_float32s("o", {1.25f});
-  auto f = parse_bytes(w.to_bytes());
+  const std::vector<uint8_t> bytes = w.to_bytes();  // the parsed file views these bytes
+  auto f = parse_bytes(bytes);
   const char* types[] = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
                          "float32", "float64", "bool", "string", "array", "array", "array"};
   ASSERT_EQ(f->metadata().size(), 15u);
@@ -188,7 +191,8 @@ TEST(GgufWriter, AddReplacesInPlaceAndRemove) {
   EXPECT_TRUE(w.remove("general.name"));
   EXPECT_FALSE(w.remove("general.name"));
   EXPECT_FALSE(w.has("general.name"));
-  auto f = parse_bytes(w.to_bytes());
+  const std::vector<uint8_t> bytes = w.to_bytes();  // the parsed file views these bytes
+  auto f = parse_bytes(bytes);
   ASSERT_EQ(f->metadata().size(), 2u);
   EXPECT_EQ(f->metadata()[1].first, "llama.block_count");
   EXPECT_EQ(*f->get_int("llama.block_count"), 6);
@@ -355,7 +359,8 @@ TEST(GgufWriter, AlignmentSetAfterTensorsStillApplies) {
   w.add_tensor("a", GgmlType::F32, {3}, pattern(12, 1));
   w.add_tensor("b", GgmlType::F32, {3}, pattern(12, 2));
   w.set_alignment(256);
-  auto f = parse_bytes(w.to_bytes());
+  const std::vector<uint8_t> bytes = w.to_bytes();  // the parsed file views these bytes
+  auto f = parse_bytes(bytes);
   EXPECT_EQ(f->alignment(), 256u);
   EXPECT_EQ(f->find_tensor("b")->offset, 256u);
   EXPECT_EQ(f->data_offset() % 256, 0u);

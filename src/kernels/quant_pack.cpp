@@ -106,6 +106,47 @@ BlockView view_block(GgmlType t, const uint8_t* row, int64_t b) {
 
 }  // namespace
 
+namespace {
+
+// One row's blocks into its slot r of every block of a group (see the layout in the header).
+void pack_row(GgmlType t, const uint8_t* row, int64_t nb, int64_t r, uint8_t* gp, int64_t pair_bytes, int64_t qb,
+              int64_t sb, bool q8_biased) {
+  const bool has_min = sb == 64;
+  const bool five = t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
+  const uint32_t flip = q8_biased ? 0x80808080u : 0u;
+  for (int64_t b = 0; b < nb; b++) {
+    uint8_t* pair = gp + (b / 2) * pair_bytes;
+    const int64_t hb = b % 2;
+    const BlockView v = view_block(t, row, b);
+    std::memcpy(pair + hb * 32 + 2 * r, &v.d, 2);
+    if (has_min) std::memcpy(pair + 64 + hb * 32 + 2 * r, &v.m, 2);
+    uint8_t* q = pair + 2 * sb + hb * qb;
+    if (t == GgmlType::Q8_0) {
+      for (int c = 0; c < 8; c++) {
+        uint32_t x;
+        std::memcpy(&x, v.qs + 4 * c, 4);
+        x ^= flip;  // q + 128 as u8 when biased
+        std::memcpy(q + c * 64 + 4 * r, &x, 4);
+      }
+      continue;
+    }
+    for (int p = 0; p < 4; p++) std::memcpy(q + p * 64 + 4 * r, v.qs + 4 * p, 4);
+    if (five) {
+      // Bits 4p..4p+3 (low halves) and 16+4p.. (high halves) of qh go to bits 4r.. of the masks.
+      for (int p = 0; p < 4; p++) {
+        uint8_t* lo = q + 256 + 16 * p;
+        uint8_t* hi = lo + 8;
+        const uint32_t lo_bits = (v.qh >> (4 * p)) & 0xf;
+        const uint32_t hi_bits = (v.qh >> (16 + 4 * p)) & 0xf;
+        lo[r / 2] |= static_cast<uint8_t>(lo_bits << (4 * (r % 2)));
+        hi[r / 2] |= static_cast<uint8_t>(hi_bits << (4 * (r % 2)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void q32_pack(const WeightMatrix& w, PackedWeights& out, bool q8_biased) {
   const GgmlType t = w.type;
   if (!q32_packable(t)) fail("q32 packing: unsupported weight type {}", type_name(t));
@@ -113,51 +154,13 @@ void q32_pack(const WeightMatrix& w, PackedWeights& out, bool q8_biased) {
   const int64_t nb = w.n_in / kQ32Block;
   const int64_t n_groups = (w.n_out + kQ32GroupRows - 1) / kQ32GroupRows;
   const size_t group_bytes = q32_group_bytes(t, w.n_in);
-  const int64_t pair_bytes = q32_pair_bytes(t);
-  const int64_t qb = q32_quant_bytes(t);
-  const int64_t sb = q32_scale_bytes(t);
-  const bool has_min = sb == 64;
   uint8_t* dst = out.allocate(group_bytes * static_cast<size_t>(n_groups));
-
   for (int64_t g = 0; g < n_groups; g++) {
     uint8_t* gp = dst + static_cast<size_t>(g) * group_bytes;
     const int64_t n_rows = std::min<int64_t>(kQ32GroupRows, w.n_out - g * kQ32GroupRows);
-    for (int64_t b = 0; b < nb; b++) {
-      uint8_t* pair = gp + (b / 2) * pair_bytes;
-      const int64_t hb = b % 2;
-      auto* d16 = reinterpret_cast<uint16_t*>(pair + hb * 32);
-      auto* m16 = reinterpret_cast<uint16_t*>(pair + 64 + hb * 32);
-      uint8_t* q = pair + 2 * sb + hb * qb;
-      for (int64_t r = 0; r < n_rows; r++) {
-        const BlockView v = view_block(t, w.row(g * kQ32GroupRows + r), b);
-        d16[r] = v.d;
-        if (has_min) m16[r] = v.m;
-        if (t == GgmlType::Q8_0) {
-          for (int c = 0; c < 8; c++)
-            for (int i = 0; i < 4; i++) {
-              const uint8_t x = v.qs[4 * c + i];
-              q[c * 64 + 4 * r + i] = q8_biased ? static_cast<uint8_t>(x ^ 0x80) : x;
-            }
-          continue;
-        }
-        for (int p = 0; p < 4; p++)
-          for (int i = 0; i < 4; i++) q[p * 64 + 4 * r + i] = v.qs[4 * p + i];
-        if (t == GgmlType::Q5_0 || t == GgmlType::Q5_1) {
-          for (int p = 0; p < 4; p++)
-            for (int i = 0; i < 4; i++) {
-              const int bit = 4 * static_cast<int>(r) + i;
-              uint8_t* lo = q + 256 + 16 * p;
-              uint8_t* hi = lo + 8;
-              if ((v.qh >> (4 * p + i)) & 1) lo[bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
-              if ((v.qh >> (16 + 4 * p + i)) & 1) hi[bit / 8] |= static_cast<uint8_t>(1u << (bit % 8));
-            }
-        }
-      }
-      // Padding rows of a Q8_0 group hold quant 0 (biased: 0x80), so even they stay finite.
-      if (t == GgmlType::Q8_0 && q8_biased)
-        for (int64_t r = n_rows; r < kQ32GroupRows; r++)
-          for (int c = 0; c < 8; c++) std::memset(q + c * 64 + 4 * r, 0x80, 4);
-    }
+    for (int64_t r = 0; r < n_rows; r++)
+      pack_row(t, w.row(g * kQ32GroupRows + r), nb, r, gp, q32_pair_bytes(t), q32_quant_bytes(t), q32_scale_bytes(t),
+               q8_biased);
   }
 }
 

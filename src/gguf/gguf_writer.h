@@ -59,8 +59,8 @@ class GgufWriter {
   // Adds a metadata entry, or replaces the value of an existing key in place (the key keeps its
   // position). Throws Error naming the key for an empty key, an array whose items do not match
   // its element type, arrays nested deeper than a reader accepts, or an integer out of range.
-  // "general.alignment" must be an unsigned integer power of two up to 1 MiB; it sets the
-  // alignment of the tensor data.
+  // "general.alignment" must be an integer power of two up to 1 MiB (as the reader demands); it
+  // sets the alignment of the tensor data.
   void add(std::string_view key, const GgufValue& value);
   bool remove(std::string_view key);  // false when absent
   bool has(std::string_view key) const;

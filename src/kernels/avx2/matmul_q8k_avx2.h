@@ -40,6 +40,13 @@ LUMEN_KQ2_INLINE __m256 load_f16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Software prefetch of `bytes` at p, kPrefetchBlocks blocks ahead of the weights being read:
+// the hardware prefetchers alone do not keep enough lines in flight for one core.
+LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+inline constexpr int kPrefetchBlocks = 1;
+
 // y[0..n_rows) = v (n_rows <= 8).
 LUMEN_KQ2_INLINE void store_rows(float* y, __m256 v, int n_rows) {
   if (n_rows >= 8) {

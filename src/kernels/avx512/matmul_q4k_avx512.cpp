@@ -76,6 +76,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t* q = main + kMain<kQ5> * static_cast<size_t>(b);
     const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
+    prefetch(q + kMain<kQ5> * kPrefetchBlocks, kMain<kQ5>);
+    prefetch(m + kMeta * kPrefetchBlocks, kMeta);
     const uint8_t* a[T];
     for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
     __m512i sc[8], mp[4];

@@ -40,6 +40,18 @@ LUMEN_KQ_INLINE __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// Software prefetch of `bytes` (a multiple of 64) at p: the GEMV streams weights from DRAM
+// and the hardware prefetchers alone do not keep enough lines in flight for one core.
+LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
+#ifndef LUMEN_KQ_PREFETCH_BLOCKS
+#define LUMEN_KQ_PREFETCH_BLOCKS 1
+#endif
+// How many blocks ahead the kernels prefetch.
+inline constexpr int kPrefetchBlocks = LUMEN_KQ_PREFETCH_BLOCKS;
+
 LUMEN_KQ_INLINE __mmask16 row_mask(int n_rows) {
   return n_rows >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
 }

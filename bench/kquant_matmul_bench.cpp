@@ -63,8 +63,10 @@ const BenchWeights& weights(GgmlType type, int64_t n_in, int64_t n_out, int64_t 
       std::vector<uint8_t> raw = random_blocks(type, n_in, n_out, static_cast<uint32_t>(c + 1));
       WeightMatrix w{type, n_in, n_out, raw.data(), row_size(type, n_in)};
       prepare_weights(w, active_isa());
-      if (w.packed->data == raw.data()) slot->bytes.push_back(std::move(raw));  // kernel reads rows in place
-      else w.data = nullptr;  // repacked: the raw rows are not needed
+      if (w.packed->data == raw.data())
+        slot->bytes.push_back(std::move(raw));  // kernel reads rows in place
+      else
+        w.data = nullptr;  // repacked: the raw rows are not needed
       slot->w.push_back(std::move(w));
     }
   }
@@ -90,17 +92,18 @@ void BM_KquantMatmul(benchmark::State& state) {
   }
   const double weight_bytes = static_cast<double>(bw.w[0].row_bytes) * n_out;
   state.SetBytesProcessed(static_cast<int64_t>(weight_bytes) * state.iterations());
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n_in * n_out * n_tokens * state.iterations(),
-                                                benchmark::Counter::kIsRate);
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens) * state.iterations(),
-                                               benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n_in * n_out * n_tokens * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(n_tokens) * state.iterations(), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(bw.w[0].kernel->name));
 }
 
 void kquant_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "n_in", "n_out", "tokens", "threads"});
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_K, GgmlType::Q3_K, GgmlType::Q2_K})
-    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 5632}, {5632, 2048}, {2048, 32000}})
+    for (auto [n_in, n_out] :
+         {std::pair<int64_t, int64_t>{2048, 2048}, {2048, 5632}, {5632, 2048}, {2048, 32000}})
       for (int64_t n_tokens : {1, 64, 512}) {
         if (n_tokens == 512 && n_out == 32000) continue;  // seconds per call; 64 tokens tells the same
         b->Args({static_cast<int64_t>(t), n_in, n_out, n_tokens, 2});

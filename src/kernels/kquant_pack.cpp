@@ -16,7 +16,8 @@ namespace {
 // Copies byte i of 4-byte lane (row r) from src[off + 4k + i] for k in 0..n_lanes-1 into
 // dst[k][r][i] (R rows per vector).
 void put_lanes(uint8_t* dst, int rows, int r, const uint8_t* src, int n_lanes) {
-  for (int k = 0; k < n_lanes; k++) std::memcpy(dst + (static_cast<size_t>(k) * rows + r) * 4, src + 4 * k, 4);
+  for (int k = 0; k < n_lanes; k++)
+    std::memcpy(dst + (static_cast<size_t>(k) * rows + r) * 4, src + 4 * k, 4);
 }
 
 void put_fp16(uint8_t* dst, int r, uint16_t v) { std::memcpy(dst + 2 * r, &v, 2); }
@@ -32,14 +33,16 @@ void put_k4_scales(uint8_t* meta, int rows, int r, const uint8_t s[kKScaleSize])
 }
 
 void fill(const BlockQ4_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
-  for (int c = 0; c < 4; c++) put_lanes(main + static_cast<size_t>(c) * 8 * rows * 4, rows, r, x.qs + 32 * c, 8);
+  for (int c = 0; c < 4; c++)
+    put_lanes(main + static_cast<size_t>(c) * 8 * rows * 4, rows, r, x.qs + 32 * c, 8);
   put_k4_scales(meta, rows, r, x.scales);
   put_fp16(meta + 12 * rows, r, x.d);
   put_fp16(meta + 14 * rows, r, x.dmin);
 }
 
 void fill(const BlockQ5_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
-  for (int c = 0; c < 4; c++) put_lanes(main + static_cast<size_t>(c) * 8 * rows * 4, rows, r, x.qs + 32 * c, 8);
+  for (int c = 0; c < 4; c++)
+    put_lanes(main + static_cast<size_t>(c) * 8 * rows * 4, rows, r, x.qs + 32 * c, 8);
   put_lanes(main + static_cast<size_t>(128) * rows, rows, r, x.qh, 8);
   put_k4_scales(meta, rows, r, x.scales);
   put_fp16(meta + 12 * rows, r, x.d);
@@ -51,7 +54,8 @@ void fill(const BlockQ6_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
     for (int j = 0; j < 2; j++)
       put_lanes(main + static_cast<size_t>(h * 2 + j) * 8 * rows * 4, rows, r, x.ql + 64 * h + 32 * j, 8);
   for (int h = 0; h < 2; h++)
-    put_lanes(main + static_cast<size_t>(128) * rows + static_cast<size_t>(h) * 8 * rows * 4, rows, r, x.qh + 32 * h, 8);
+    put_lanes(main + static_cast<size_t>(128) * rows + static_cast<size_t>(h) * 8 * rows * 4, rows, r,
+              x.qh + 32 * h, 8);
   for (int g = 0; g < 16; g++) meta[static_cast<size_t>(g) * rows + r] = static_cast<uint8_t>(x.scales[g]);
   put_fp16(meta + 16 * rows, r, x.d);
 }
@@ -63,7 +67,8 @@ void fill(const BlockQ3_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
   for (int g = 0; g < 16; g++) {
     const int low = g < 8 ? (x.scales[g] & 0x0f) : (x.scales[g - 8] >> 4);
     const int high = (x.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
-    meta[static_cast<size_t>(g) * rows + r] = static_cast<uint8_t>(static_cast<int8_t>((low | (high << 4)) - 32));
+    meta[static_cast<size_t>(g) * rows + r] =
+        static_cast<uint8_t>(static_cast<int8_t>((low | (high << 4)) - 32));
   }
   put_fp16(meta + 16 * rows, r, x.d);
 }
@@ -100,12 +105,18 @@ void pack_typed(const WeightMatrix& w, PackedWeights& out, const PackLayout& l) 
 PackLayout pack_layout(GgmlType type, int rows) {
   const size_t r = static_cast<size_t>(rows);
   switch (type) {
-    case GgmlType::Q4_K: return {type, rows, 128 * r, 16 * r};
-    case GgmlType::Q5_K: return {type, rows, 160 * r, 16 * r};
-    case GgmlType::Q6_K: return {type, rows, 192 * r, 18 * r};
-    case GgmlType::Q3_K: return {type, rows, 96 * r, 18 * r};
-    case GgmlType::Q2_K: return {type, rows, 64 * r, 20 * r};
-    default: fail("K-quant repack: unsupported weight type {}", type_name(type));
+    case GgmlType::Q4_K:
+      return {type, rows, 128 * r, 16 * r};
+    case GgmlType::Q5_K:
+      return {type, rows, 160 * r, 16 * r};
+    case GgmlType::Q6_K:
+      return {type, rows, 192 * r, 18 * r};
+    case GgmlType::Q3_K:
+      return {type, rows, 96 * r, 18 * r};
+    case GgmlType::Q2_K:
+      return {type, rows, 64 * r, 20 * r};
+    default:
+      fail("K-quant repack: unsupported weight type {}", type_name(type));
   }
 }
 
@@ -116,16 +127,27 @@ size_t group_bytes(const PackLayout& l, int64_t n_blocks) {
 
 void pack_kquant(const WeightMatrix& w, PackedWeights& out, int rows) {
   if (w.n_in % kBlock != 0)
-    fail("K-quant repack: row length {} of a {} matrix is not a multiple of {}", w.n_in,
-         type_name(w.type), kBlock);
+    fail("K-quant repack: row length {} of a {} matrix is not a multiple of {}", w.n_in, type_name(w.type),
+         kBlock);
   const PackLayout l = pack_layout(w.type, rows);
   switch (w.type) {
-    case GgmlType::Q4_K: pack_typed<BlockQ4_K>(w, out, l); break;
-    case GgmlType::Q5_K: pack_typed<BlockQ5_K>(w, out, l); break;
-    case GgmlType::Q6_K: pack_typed<BlockQ6_K>(w, out, l); break;
-    case GgmlType::Q3_K: pack_typed<BlockQ3_K>(w, out, l); break;
-    case GgmlType::Q2_K: pack_typed<BlockQ2_K>(w, out, l); break;
-    default: fail("K-quant repack: unsupported weight type {}", type_name(w.type));
+    case GgmlType::Q4_K:
+      pack_typed<BlockQ4_K>(w, out, l);
+      break;
+    case GgmlType::Q5_K:
+      pack_typed<BlockQ5_K>(w, out, l);
+      break;
+    case GgmlType::Q6_K:
+      pack_typed<BlockQ6_K>(w, out, l);
+      break;
+    case GgmlType::Q3_K:
+      pack_typed<BlockQ3_K>(w, out, l);
+      break;
+    case GgmlType::Q2_K:
+      pack_typed<BlockQ2_K>(w, out, l);
+      break;
+    default:
+      fail("K-quant repack: unsupported weight type {}", type_name(w.type));
   }
 }
 

@@ -37,11 +37,11 @@ inline constexpr int kBlock = 256;
 
 // One converted activation block: the Q8_K quantization of 256 floats (bit-identical to
 // from_float_q8_k) plus sums the kernels fold the weights' offsets and minimums with.
-inline constexpr size_t kActQs = 0;        // int8 q[256]
-inline constexpr size_t kActBsums16 = 256; // int16 sum of q over each group of 16
-inline constexpr size_t kActBsums32 = 288; // int16 sum of q over each group of 32
-inline constexpr size_t kActD = 304;       // float d
-inline constexpr size_t kActCorr = 320;    // 64 bytes of offset corrections, see ActCorr
+inline constexpr size_t kActQs = 0;         // int8 q[256]
+inline constexpr size_t kActBsums16 = 256;  // int16 sum of q over each group of 16
+inline constexpr size_t kActBsums32 = 288;  // int16 sum of q over each group of 32
+inline constexpr size_t kActD = 304;        // float d
+inline constexpr size_t kActCorr = 320;     // 64 bytes of offset corrections, see ActCorr
 inline constexpr size_t kActBlockBytes = 320;
 inline constexpr size_t kActBlockBytesCorr = 384;
 
@@ -60,9 +60,9 @@ inline constexpr size_t act_block_bytes(ActCorr c) {
 // Bytes of one block of one row group, split in its main and meta parts.
 struct PackLayout {
   GgmlType type;
-  int rows;            // R
-  size_t main_bytes;   // per block
-  size_t meta_bytes;   // per block
+  int rows;           // R
+  size_t main_bytes;  // per block
+  size_t meta_bytes;  // per block
 };
 PackLayout pack_layout(GgmlType type, int rows);
 

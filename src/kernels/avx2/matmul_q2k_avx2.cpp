@@ -23,8 +23,10 @@ constexpr size_t kMeta = 20 * kRows;  // scale bytes [g][r], fp16 d[r], fp16 dmi
 
 template <int kShift>
 LUMEN_KQ2_INLINE __m256i srl16(__m256i v) {
-  if constexpr (kShift == 0) return v;
-  else return _mm256_srli_epi16(v, kShift);
+  if constexpr (kShift == 0)
+    return v;
+  else
+    return _mm256_srli_epi16(v, kShift);
 }
 
 // The 4-bit scales of group g (8 rows) in both 16-bit halves of each row's lane.
@@ -37,7 +39,8 @@ LUMEN_KQ2_INLINE __m256i scales_dup_u4(const uint8_t* p) {
 
 // Slices J and J+1 (groups g_a = 8H + 2J + kh and g_a + 2).
 template <int T, int H, int J>
-LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh, __m256i isum[T]) {
+LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh,
+                                 __m256i isum[T]) {
   const __m256i m03 = _mm256_set1_epi8(0x03);
   const int ga = 8 * H + 2 * J + kh, gb = ga + 2;
   __m256i acc_a[T], acc_b[T];
@@ -55,13 +58,13 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   }
   const __m256i sa = scales_dup_u4(m + 8 * ga), sb = scales_dup_u4(m + 8 * gb);
   for (int t = 0; t < T; t++)
-    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa),
-                                                         _mm256_madd_epi16(acc_b[t], sb)));
+    isum[t] = _mm256_add_epi32(
+        isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa), _mm256_madd_epi16(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m256 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -94,8 +97,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
     const __m256 dmin = load_f16x8(m + 18 * kRows);
     for (int t = 0; t < T; t++) {
       const __m256 da = bcast_f32(a[t] + kActD);
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])));
-      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum[t])));
+      acc[t] = _mm256_add_ps(acc[t], mul_rounded(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])));
+      acc[t] = _mm256_sub_ps(acc[t], mul_rounded(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum[t])));
     }
   }
   for (int t = 0; t < T; t++) store_rows(y + ldy * t, acc[t], n_rows);
@@ -113,7 +116,8 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
     int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2) tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    for (; t + 2 <= n_tokens; t += 2)
+      tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
     if (t < n_tokens) tile<1>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
   }
 }
@@ -122,7 +126,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx2(x, d
 
 }  // namespace
 
-const MatmulKernel kMatmulQ2_KAvx2 = {"q2_K/avx2", GgmlType::Q2_K, Isa::Avx2, kRows, kquant::pack_kquant_r8,
-                                      kquant::act_row_bytes_plain, convert, compute};
+const MatmulKernel kMatmulQ2_KAvx2 = {
+    "q2_K/avx2", GgmlType::Q2_K, Isa::Avx2, kRows, kquant::pack_kquant_r8, kquant::act_row_bytes_plain,
+    convert,     compute};
 
 }  // namespace lumen

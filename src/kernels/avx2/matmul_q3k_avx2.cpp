@@ -27,20 +27,26 @@ constexpr size_t kBB = kActBlockBytesCorr;
 // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
 template <int kBit>
 LUMEN_KQ2_INLINE __m256i high_bit_to_2(__m256i hm) {
-  if constexpr (kBit < 2) return _mm256_slli_epi16(hm, 2 - kBit);
-  else if constexpr (kBit > 2) return _mm256_srli_epi16(hm, kBit - 2);
-  else return hm;
+  if constexpr (kBit < 2)
+    return _mm256_slli_epi16(hm, 2 - kBit);
+  else if constexpr (kBit > 2)
+    return _mm256_srli_epi16(hm, kBit - 2);
+  else
+    return hm;
 }
 
 template <int kShift>
 LUMEN_KQ2_INLINE __m256i srl16(__m256i v) {
-  if constexpr (kShift == 0) return v;
-  else return _mm256_srli_epi16(v, kShift);
+  if constexpr (kShift == 0)
+    return v;
+  else
+    return _mm256_srli_epi16(v, kShift);
 }
 
 // Slices J and J+1 (groups g_a = 8H + 2J + kh and g_a + 2).
 template <int T, int H, int J>
-LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh, __m256i isum[T]) {
+LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh,
+                                 __m256i isum[T]) {
   const __m256i m03 = _mm256_set1_epi8(0x03), m04 = _mm256_set1_epi8(0x04);
   const int ga = 8 * H + 2 * J + kh, gb = ga + 2;
   __m256i acc_a[T], acc_b[T];
@@ -52,9 +58,10 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
     const int k = 4 * kh + kk;
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * (H * 8 + k)));
     const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + kHm + 32 * k));
-    const __m256i wa = _mm256_or_si256(_mm256_and_si256(srl16<2 * J>(x), m03), _mm256_and_si256(high_bit_to_2<4 * H + J>(hm), m04));
-    const __m256i wb =
-        _mm256_or_si256(_mm256_and_si256(srl16<2 * J + 2>(x), m03), _mm256_and_si256(high_bit_to_2<4 * H + J + 1>(hm), m04));
+    const __m256i wa = _mm256_or_si256(_mm256_and_si256(srl16<2 * J>(x), m03),
+                                       _mm256_and_si256(high_bit_to_2<4 * H + J>(hm), m04));
+    const __m256i wb = _mm256_or_si256(_mm256_and_si256(srl16<2 * J + 2>(x), m03),
+                                       _mm256_and_si256(high_bit_to_2<4 * H + J + 1>(hm), m04));
     const int e = 128 * H + 32 * J + 4 * k;
     for (int t = 0; t < T; t++) {
       acc_a[t] = _mm256_add_epi16(acc_a[t], _mm256_maddubs_epi16(wa, bcast32(a[t] + e)));
@@ -63,13 +70,13 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   }
   const __m256i sa = scales_dup_i8(m + 8 * ga), sb = scales_dup_i8(m + 8 * gb);
   for (int t = 0; t < T; t++)
-    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa),
-                                                         _mm256_madd_epi16(acc_b[t], sb)));
+    isum[t] = _mm256_add_epi32(
+        isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa), _mm256_madd_epi16(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m256 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -89,7 +96,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
     }
     const __m256 d = load_f16x8(m + 16 * kRows);
     for (int t = 0; t < T; t++)
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, bcast_f32(a[t] + kActD)), _mm256_cvtepi32_ps(isum[t])));
+      acc[t] = _mm256_add_ps(
+          acc[t], mul_rounded(_mm256_mul_ps(d, bcast_f32(a[t] + kActD)), _mm256_cvtepi32_ps(isum[t])));
   }
   for (int t = 0; t < T; t++) store_rows(y + ldy * t, acc[t], n_rows);
 }
@@ -106,7 +114,8 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
     int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2) tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    for (; t + 2 <= n_tokens; t += 2)
+      tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
     if (t < n_tokens) tile<1>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
   }
 }
@@ -115,7 +124,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx2(x, d
 
 }  // namespace
 
-const MatmulKernel kMatmulQ3_KAvx2 = {"q3_K/avx2", GgmlType::Q3_K, Isa::Avx2, kRows, kquant::pack_kquant_r8,
-                                      kquant::act_row_bytes_corr, convert, compute};
+const MatmulKernel kMatmulQ3_KAvx2 = {
+    "q3_K/avx2", GgmlType::Q3_K, Isa::Avx2, kRows, kquant::pack_kquant_r8, kquant::act_row_bytes_corr,
+    convert,     compute};
 
 }  // namespace lumen

@@ -30,13 +30,17 @@ constexpr size_t kMain = (kQ5 ? 160 : 128) * kRows;
 // Bit 2c+p of each qh byte moved to bit 4 (other bits are masked off by the caller).
 template <int kBit>
 LUMEN_KQ2_INLINE __m256i high_bit_to_4(__m256i qh) {
-  if constexpr (kBit < 4) return _mm256_slli_epi16(qh, 4 - kBit);
-  else if constexpr (kBit > 4) return _mm256_srli_epi16(qh, kBit - 4);
-  else return qh;
+  if constexpr (kBit < 4)
+    return _mm256_slli_epi16(qh, 4 - kBit);
+  else if constexpr (kBit > 4)
+    return _mm256_srli_epi16(qh, kBit - 4);
+  else
+    return qh;
 }
 
 template <bool kQ5, int T, int C>
-LUMEN_KQ2_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __m256i sc[8], __m256i isum[T]) {
+LUMEN_KQ2_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __m256i sc[8],
+                            __m256i isum[T]) {
   const __m256i m0f = _mm256_set1_epi8(0x0f), m10 = _mm256_set1_epi8(0x10);
   constexpr int kSpan = kQ5 ? 4 : 8;  // k steps summed in int16 before widening
   for (int k0 = 0; k0 < 8; k0 += kSpan) {
@@ -63,8 +67,8 @@ LUMEN_KQ2_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const _
 }
 
 template <bool kQ5, int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m256 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -89,8 +93,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
       for (int p = 0; p < 4; p++)
         msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mp[p], bcast32(a[t] + kActBsums32 + 4 * p)));
       const __m256 da = bcast_f32(a[t] + kActD);
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])));
-      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+      acc[t] = _mm256_add_ps(acc[t], mul_rounded(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[t])));
+      acc[t] = _mm256_sub_ps(acc[t], mul_rounded(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
     }
   }
   for (int t = 0; t < T; t++) store_rows(y + ldy * t, acc[t], n_rows);
@@ -109,7 +113,8 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
     int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2) tile<kQ5, 2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    for (; t + 2 <= n_tokens; t += 2)
+      tile<kQ5, 2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
     if (t < n_tokens) tile<kQ5, 1>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
   }
 }
@@ -118,9 +123,11 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx2(x, d
 
 }  // namespace
 
-const MatmulKernel kMatmulQ4_KAvx2 = {"q4_K/avx2", GgmlType::Q4_K, Isa::Avx2, kRows, kquant::pack_kquant_r8,
-                                      kquant::act_row_bytes_plain, convert, compute<false>};
-const MatmulKernel kMatmulQ5_KAvx2 = {"q5_K/avx2", GgmlType::Q5_K, Isa::Avx2, kRows, kquant::pack_kquant_r8,
-                                      kquant::act_row_bytes_plain, convert, compute<true>};
+const MatmulKernel kMatmulQ4_KAvx2 = {"q4_K/avx2", GgmlType::Q4_K,         Isa::Avx2,
+                                      kRows,       kquant::pack_kquant_r8, kquant::act_row_bytes_plain,
+                                      convert,     compute<false>};
+const MatmulKernel kMatmulQ5_KAvx2 = {"q5_K/avx2", GgmlType::Q5_K,         Isa::Avx2,
+                                      kRows,       kquant::pack_kquant_r8, kquant::act_row_bytes_plain,
+                                      convert,     compute<true>};
 
 }  // namespace lumen

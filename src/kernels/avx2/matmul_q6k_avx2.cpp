@@ -22,7 +22,7 @@ using namespace kquant::avx2;
 constexpr int kRows = 8;
 constexpr size_t kMain = 192 * kRows;  // ql 128R then qh 64R
 constexpr size_t kQh = 128 * kRows;
-constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
+constexpr size_t kMeta = 18 * kRows;  // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
 // Elements 128h + 32j + 16kh .. +15 (group g_a = 8h + 2j + kh) and the same of 32-element
@@ -45,7 +45,8 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
     const __m256i ya = J == 0 ? _mm256_slli_epi16(y, 4) : _mm256_slli_epi16(y, 2);
     const __m256i yb = J == 0 ? y : _mm256_srli_epi16(y, 2);
     const __m256i wa = _mm256_or_si256(_mm256_and_si256(x, m0f), _mm256_and_si256(ya, m30));
-    const __m256i wb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m0f), _mm256_and_si256(yb, m30));
+    const __m256i wb =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m0f), _mm256_and_si256(yb, m30));
     for (int t = 0; t < T; t++) {
       const int e = 128 * h + 32 * J + 4 * k;
       acc_a[t] = _mm256_add_epi16(acc_a[t], _mm256_maddubs_epi16(wa, bcast32(a[t] + e)));
@@ -54,13 +55,13 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   }
   const __m256i sa = scales_dup_i8(m + 8 * ga), sb = scales_dup_i8(m + 8 * gb);
   for (int t = 0; t < T; t++)
-    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa),
-                                                         _mm256_madd_epi16(acc_b[t], sb)));
+    isum[t] = _mm256_add_epi32(
+        isum[t], _mm256_add_epi32(_mm256_madd_epi16(acc_a[t], sa), _mm256_madd_epi16(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m256 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -79,7 +80,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
       }
     const __m256 d = load_f16x8(m + 16 * kRows);
     for (int t = 0; t < T; t++)
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(d, bcast_f32(a[t] + kActD)), _mm256_cvtepi32_ps(isum[t])));
+      acc[t] = _mm256_add_ps(
+          acc[t], mul_rounded(_mm256_mul_ps(d, bcast_f32(a[t] + kActD)), _mm256_cvtepi32_ps(isum[t])));
   }
   for (int t = 0; t < T; t++) store_rows(y + ldy * t, acc[t], n_rows);
 }
@@ -96,7 +98,8 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
     int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2) tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    for (; t + 2 <= n_tokens; t += 2)
+      tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
     if (t < n_tokens) tile<1>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
   }
 }
@@ -105,7 +108,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx2(x, d
 
 }  // namespace
 
-const MatmulKernel kMatmulQ6_KAvx2 = {"q6_K/avx2", GgmlType::Q6_K, Isa::Avx2, kRows, kquant::pack_kquant_r8,
-                                      kquant::act_row_bytes_corr, convert, compute};
+const MatmulKernel kMatmulQ6_KAvx2 = {
+    "q6_K/avx2", GgmlType::Q6_K, Isa::Avx2, kRows, kquant::pack_kquant_r8, kquant::act_row_bytes_corr,
+    convert,     compute};
 
 }  // namespace lumen

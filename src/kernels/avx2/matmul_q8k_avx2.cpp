@@ -20,7 +20,8 @@ float hmax(__m256 v) {
 void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 amax_v = _mm256_setzero_ps();
-  for (int j = 0; j < 32; j++) amax_v = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_v);
+  for (int j = 0; j < 32; j++)
+    amax_v = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_v);
   const float amax = hmax(amax_v);  // lanes are never NaN
   const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Pairs16 : ActCorr::None);
   if (!(amax > 0.0f)) {
@@ -30,7 +31,8 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   const __m256 amax_b = _mm256_set1_ps(amax);
   int idx = 0;
   for (int j = 0; j < 32; j++) {
-    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_b, _CMP_EQ_OQ));
+    const int eq = _mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_b, _CMP_EQ_OQ));
     if (eq) {
       idx = 8 * j + __builtin_ctz(static_cast<unsigned>(eq));
       break;
@@ -60,7 +62,8 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   for (int j = 0; j < 8; j++) {
     const __m256i q8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + kActQs + 32 * j));
     alignas(32) int64_t s[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(s), _mm256_sad_epu8(_mm256_xor_si256(q8, bias), _mm256_setzero_si256()));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(s),
+                       _mm256_sad_epu8(_mm256_xor_si256(q8, bias), _mm256_setzero_si256()));
     bs16[2 * j] = static_cast<int16_t>(s[0] + s[1] - 16 * 128);
     bs16[2 * j + 1] = static_cast<int16_t>(s[2] + s[3] - 16 * 128);
     if (corr_mul != 0) {
@@ -88,7 +91,8 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
 
 void convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
   const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Pairs16 : ActCorr::None);
-  for (int64_t b = 0; b < n_in / kBlock; b++) quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
+  for (int64_t b = 0; b < n_in / kBlock; b++)
+    quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
 }
 
 }  // namespace lumen::kquant

@@ -35,6 +35,15 @@ LUMEN_KQ2_INLINE __m256 bcast_f32(const uint8_t* p) {
   return _mm256_set1_ps(v);
 }
 
+// a * b rounded to float on its own: the empty asm hides the product from GCC, which would
+// otherwise fuse it with the following add into an FMA. The reference rounds the product and the
+// sum separately, so this keeps the kernels' results bit-identical to it.
+LUMEN_KQ2_INLINE __m256 mul_rounded(__m256 a, __m256 b) {
+  __m256 p = _mm256_mul_ps(a, b);
+  asm("" : "+x"(p));
+  return p;
+}
+
 // 8 fp16 values at p as floats.
 LUMEN_KQ2_INLINE __m256 load_f16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -43,7 +52,8 @@ LUMEN_KQ2_INLINE __m256 load_f16x8(const uint8_t* p) {
 // Software prefetch of `bytes` at p, kPrefetchBlocks blocks ahead of the weights being read:
 // the hardware prefetchers alone do not keep enough lines in flight for one core.
 LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  for (size_t off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 inline constexpr int kPrefetchBlocks = 1;
 
@@ -68,16 +78,18 @@ LUMEN_KQ2_INLINE void unpack_k4_scales(const uint8_t* m, __m256i sc[8], __m256i 
   const __m256i m63 = _mm256_set1_epi8(63), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   const __m256i s_lo = _mm256_and_si256(b0, m63);
   const __m256i m_lo = _mm256_and_si256(b1, m63);
-  const __m256i s_hi = _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
+  const __m256i s_hi =
+      _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
   const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m0f),
                                        _mm256_and_si256(_mm256_srli_epi16(b1, 2), m30));
-  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
-                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,
-                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-  const __m256i pairs[4] = {
-      _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
-      _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
+  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4,
+                                          5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
+                                          6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+  const __m256i pairs[4] = {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)),
+                            _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
+                            _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)),
+                            _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
   for (int p = 0; p < 4; p++) {
     sc[2 * p] = _mm256_shuffle_epi8(pairs[p], dup_lo);
     sc[2 * p + 1] = _mm256_shuffle_epi8(pairs[p], dup_hi);

@@ -23,14 +23,17 @@ constexpr size_t kMeta = 20 * kRows;  // scale bytes [g][r], fp16 d[r], fp16 dmi
 
 template <int kShift>
 LUMEN_KQ_INLINE __m512i srl16(__m512i v) {
-  if constexpr (kShift == 0) return v;
-  else return _mm512_srli_epi16(v, kShift);
+  if constexpr (kShift == 0)
+    return v;
+  else
+    return _mm512_srli_epi16(v, kShift);
 }
 
 // Slices J and J+1 (elements 128H + 32J + 16kh .. +15 and the same 32 further: groups
 // g_a = 8H + 2J + kh and g_a + 2).
 template <int T, int H, int J>
-LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh, __m512i isum[T]) {
+LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh,
+                                __m512i isum[T]) {
   const __m512i m03 = _mm512_set1_epi8(0x03);
   const int ga = 8 * H + 2 * J + kh, gb = ga + 2;
   __m512i acc_a[T], acc_b[T];
@@ -47,16 +50,18 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
     }
   }
   const __m512i m0f = _mm512_set1_epi32(0x0f);
-  const __m512i sa = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * ga))), m0f);
-  const __m512i sb = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * gb))), m0f);
+  const __m512i sa = _mm512_and_si512(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * ga))), m0f);
+  const __m512i sb = _mm512_and_si512(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * gb))), m0f);
   for (int t = 0; t < T; t++)
-    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa),
-                                                         _mm512_mullo_epi32(acc_b[t], sb)));
+    isum[t] = _mm512_add_epi32(
+        isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa), _mm512_mullo_epi32(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m512 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -81,14 +86,15 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
       const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 32 * p + 16));
       const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
       const __m512i mins = _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), m0f));
-      for (int t = 0; t < T; t++) msum[t] = _mm512_dpwssd_epi32(msum[t], mins, bcast32(a[t] + kActBsums16 + 4 * p));
+      for (int t = 0; t < T; t++)
+        msum[t] = _mm512_dpwssd_epi32(msum[t], mins, bcast32(a[t] + kActBsums16 + 4 * p));
     }
     const __m512 d = load_f16x16(m + 16 * kRows);
     const __m512 dmin = load_f16x16(m + 18 * kRows);
     for (int t = 0; t < T; t++) {
       const __m512 da = bcast_f32(a[t] + kActD);
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])));
-      acc[t] = _mm512_sub_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum[t])));
+      acc[t] = _mm512_add_ps(acc[t], mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])));
+      acc[t] = _mm512_sub_ps(acc[t], mul_rounded(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum[t])));
     }
   }
   const __mmask16 mask = row_mask(n_rows);
@@ -106,16 +112,9 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
-    int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-    const uint8_t* at = act + stride * t;
-    float* yt = yg + ldy * t;
-    switch (n_tokens - t) {
-      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      default: break;
-    }
+    for_token_tiles(n_tokens, [&]<int T>(int64_t t) {
+      tile<T>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    });
   }
 }
 
@@ -123,8 +122,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x,
 
 }  // namespace
 
-const MatmulKernel kMatmulQ2_KAvx512 = {"q2_K/avx512-vnni", GgmlType::Q2_K, Isa::Avx512, kRows,
-                                        kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
-                                        compute};
+const MatmulKernel kMatmulQ2_KAvx512 = {
+    "q2_K/avx512-vnni",          GgmlType::Q2_K, Isa::Avx512, kRows, kquant::pack_kquant_r16,
+    kquant::act_row_bytes_plain, convert,        compute};
 
 }  // namespace lumen

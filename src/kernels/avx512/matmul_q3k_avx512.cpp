@@ -27,21 +27,27 @@ constexpr size_t kBB = kActBlockBytesCorr;
 // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
 template <int kBit>
 LUMEN_KQ_INLINE __m512i high_bit_to_2(__m512i hm) {
-  if constexpr (kBit < 2) return _mm512_slli_epi16(hm, 2 - kBit);
-  else if constexpr (kBit > 2) return _mm512_srli_epi16(hm, kBit - 2);
-  else return hm;
+  if constexpr (kBit < 2)
+    return _mm512_slli_epi16(hm, 2 - kBit);
+  else if constexpr (kBit > 2)
+    return _mm512_srli_epi16(hm, kBit - 2);
+  else
+    return hm;
 }
 
 template <int kShift>
 LUMEN_KQ_INLINE __m512i srl16(__m512i v) {
-  if constexpr (kShift == 0) return v;
-  else return _mm512_srli_epi16(v, kShift);
+  if constexpr (kShift == 0)
+    return v;
+  else
+    return _mm512_srli_epi16(v, kShift);
 }
 
 // Slices J and J+1 (elements 128H + 32J + 16kh .. +15 and the same 32 further: groups
 // g_a = 8H + 2J + kh and g_a + 2).
 template <int T, int H, int J>
-LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh, __m512i isum[T]) {
+LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh,
+                                __m512i isum[T]) {
   const __m512i m03 = _mm512_set1_epi8(0x03), m04 = _mm512_set1_epi8(0x04);
   const int ga = 8 * H + 2 * J + kh, gb = ga + 2;
   __m512i acc_a[T], acc_b[T];
@@ -54,7 +60,8 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
     const __m512i x = _mm512_loadu_si512(q + 64 * (H * 8 + k));
     const __m512i hm = _mm512_loadu_si512(q + kHm + 64 * k);
     // A | (B & C): the 2 low bits, plus the high bit masked to bit 2.
-    const __m512i wa = _mm512_ternarylogic_epi32(_mm512_and_si512(srl16<2 * J>(x), m03), high_bit_to_2<4 * H + J>(hm), m04, 0xF8);
+    const __m512i wa = _mm512_ternarylogic_epi32(_mm512_and_si512(srl16<2 * J>(x), m03),
+                                                 high_bit_to_2<4 * H + J>(hm), m04, 0xF8);
     const __m512i wb = _mm512_ternarylogic_epi32(_mm512_and_si512(srl16<2 * J + 2>(x), m03),
                                                  high_bit_to_2<4 * H + J + 1>(hm), m04, 0xF8);
     const int e = 128 * H + 32 * J + 4 * k;
@@ -66,13 +73,13 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
   const __m512i sa = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * ga)));
   const __m512i sb = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * gb)));
   for (int t = 0; t < T; t++)
-    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa),
-                                                         _mm512_mullo_epi32(acc_b[t], sb)));
+    isum[t] = _mm512_add_epi32(
+        isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa), _mm512_mullo_epi32(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m512 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -92,7 +99,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
     }
     const __m512 d = load_f16x16(m + 16 * kRows);
     for (int t = 0; t < T; t++)
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
+      acc[t] = _mm512_add_ps(
+          acc[t], mul_rounded(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
   }
   const __mmask16 mask = row_mask(n_rows);
   for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
@@ -109,16 +117,9 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
-    int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-    const uint8_t* at = act + stride * t;
-    float* yt = yg + ldy * t;
-    switch (n_tokens - t) {
-      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      default: break;
-    }
+    for_token_tiles(n_tokens, [&]<int T>(int64_t t) {
+      tile<T>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    });
   }
 }
 
@@ -126,8 +127,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x,
 
 }  // namespace
 
-const MatmulKernel kMatmulQ3_KAvx512 = {"q3_K/avx512-vnni", GgmlType::Q3_K, Isa::Avx512, kRows,
-                                        kquant::pack_kquant_r16, kquant::act_row_bytes_corr, convert,
-                                        compute};
+const MatmulKernel kMatmulQ3_KAvx512 = {
+    "q3_K/avx512-vnni",         GgmlType::Q3_K, Isa::Avx512, kRows, kquant::pack_kquant_r16,
+    kquant::act_row_bytes_corr, convert,        compute};
 
 }  // namespace lumen

@@ -29,9 +29,12 @@ constexpr size_t kMain = (kQ5 ? 160 : 128) * kRows;
 // Bit 2c+p of each qh byte moved to bit 4 (other bits are masked off by the caller).
 template <int kBit>
 LUMEN_KQ_INLINE __m512i high_bit_to_4(__m512i qh) {
-  if constexpr (kBit < 4) return _mm512_slli_epi16(qh, 4 - kBit);
-  else if constexpr (kBit > 4) return _mm512_srli_epi16(qh, kBit - 4);
-  else return qh;
+  if constexpr (kBit < 4)
+    return _mm512_slli_epi16(qh, 4 - kBit);
+  else if constexpr (kBit > 4)
+    return _mm512_srli_epi16(qh, kBit - 4);
+  else
+    return qh;
 }
 
 template <bool kQ5, int C>
@@ -46,13 +49,14 @@ LUMEN_KQ_INLINE void chunk_weights(const uint8_t* q, int k, __m512i& wl, __m512i
     const __m512i qh = _mm512_loadu_si512(q + 128 * kRows + 64 * k);
     // A | (B & C): the nibble, plus the high bit masked to bit 4.
     wl = _mm512_ternarylogic_epi32(_mm512_and_si512(x, m0f), high_bit_to_4<2 * C>(qh), m10, 0xF8);
-    wh = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), high_bit_to_4<2 * C + 1>(qh), m10,
-                                   0xF8);
+    wh = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f),
+                                   high_bit_to_4<2 * C + 1>(qh), m10, 0xF8);
   }
 }
 
 template <bool kQ5, int T, int C>
-LUMEN_KQ_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __m512i sc[8], __m512i isum[T]) {
+LUMEN_KQ_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __m512i sc[8],
+                           __m512i isum[T]) {
   __m512i lo[T], hi[T];
   for (int t = 0; t < T; t++) lo[t] = hi[t] = _mm512_setzero_si512();
   for (int k = 0; k < 8; k++) {
@@ -69,8 +73,8 @@ LUMEN_KQ_INLINE void chunk(const uint8_t* q, const uint8_t* const a[T], const __
 }
 
 template <bool kQ5, int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m512 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -92,10 +96,11 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
     const __m512 dmin = load_f16x16(m + 14 * kRows);
     for (int t = 0; t < T; t++) {
       __m512i msum = _mm512_setzero_si512();
-      for (int p = 0; p < 4; p++) msum = _mm512_dpwssd_epi32(msum, mp[p], bcast32(a[t] + kActBsums32 + 4 * p));
+      for (int p = 0; p < 4; p++)
+        msum = _mm512_dpwssd_epi32(msum, mp[p], bcast32(a[t] + kActBsums32 + 4 * p));
       const __m512 da = bcast_f32(a[t] + kActD);
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])));
-      acc[t] = _mm512_sub_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+      acc[t] = _mm512_add_ps(acc[t], mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[t])));
+      acc[t] = _mm512_sub_ps(acc[t], mul_rounded(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
     }
   }
   const __mmask16 mask = row_mask(n_rows);
@@ -114,16 +119,9 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
-    int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<kQ5, 4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-    const uint8_t* at = act + stride * t;
-    float* yt = yg + ldy * t;
-    switch (n_tokens - t) {
-      case 3: tile<kQ5, 3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 2: tile<kQ5, 2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 1: tile<kQ5, 1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      default: break;
-    }
+    for_token_tiles(n_tokens, [&]<int T>(int64_t t) {
+      tile<kQ5, T>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    });
   }
 }
 
@@ -131,11 +129,11 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x,
 
 }  // namespace
 
-const MatmulKernel kMatmulQ4_KAvx512 = {"q4_K/avx512-vnni", GgmlType::Q4_K, Isa::Avx512, kRows,
-                                        kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
-                                        compute<false>};
-const MatmulKernel kMatmulQ5_KAvx512 = {"q5_K/avx512-vnni", GgmlType::Q5_K, Isa::Avx512, kRows,
-                                        kquant::pack_kquant_r16, kquant::act_row_bytes_plain, convert,
-                                        compute<true>};
+const MatmulKernel kMatmulQ4_KAvx512 = {
+    "q4_K/avx512-vnni",          GgmlType::Q4_K, Isa::Avx512,   kRows, kquant::pack_kquant_r16,
+    kquant::act_row_bytes_plain, convert,        compute<false>};
+const MatmulKernel kMatmulQ5_KAvx512 = {
+    "q5_K/avx512-vnni",          GgmlType::Q5_K, Isa::Avx512,  kRows, kquant::pack_kquant_r16,
+    kquant::act_row_bytes_plain, convert,        compute<true>};
 
 }  // namespace lumen

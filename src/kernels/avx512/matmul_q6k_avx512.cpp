@@ -22,7 +22,7 @@ using namespace kquant::avx512;
 constexpr int kRows = 16;
 constexpr size_t kMain = 192 * kRows;  // ql 128R then qh 64R
 constexpr size_t kQh = 128 * kRows;
-constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
+constexpr size_t kMeta = 18 * kRows;  // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
 LUMEN_KQ_INLINE __m512i group_scales(const uint8_t* m, int g) {
@@ -49,7 +49,8 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
     const __m512i ya = J == 0 ? _mm512_slli_epi16(y, 4) : _mm512_slli_epi16(y, 2);
     const __m512i yb = J == 0 ? y : _mm512_srli_epi16(y, 2);
     const __m512i wa = _mm512_ternarylogic_epi32(_mm512_and_si512(x, m0f), ya, m30, 0xF8);  // A | (B & C)
-    const __m512i wb = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), yb, m30, 0xF8);
+    const __m512i wb =
+        _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), yb, m30, 0xF8);
     for (int t = 0; t < T; t++) {
       const int e = 128 * h + 32 * J + 4 * k;
       acc_a[t] = _mm512_dpbusd_epi32(acc_a[t], wa, bcast32(a[t] + e));
@@ -58,13 +59,13 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
   }
   const __m512i sa = group_scales(m, ga), sb = group_scales(m, gb);
   for (int t = 0; t < T; t++)
-    isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa),
-                                                         _mm512_mullo_epi32(acc_b[t], sb)));
+    isum[t] = _mm512_add_epi32(
+        isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa), _mm512_mullo_epi32(acc_b[t], sb)));
 }
 
 template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-          float* y, int64_t ldy, int n_rows) {
+void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+          int64_t ldy, int n_rows) {
   __m512 acc[T];
   for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
@@ -83,7 +84,8 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
       }
     const __m512 d = load_f16x16(m + 16 * kRows);
     for (int t = 0; t < T; t++)
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
+      acc[t] = _mm512_add_ps(
+          acc[t], mul_rounded(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
   }
   const __mmask16 mask = row_mask(n_rows);
   for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
@@ -100,16 +102,9 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
     float* yg = y + g * kRows;
-    int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) tile<4>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-    const uint8_t* at = act + stride * t;
-    float* yt = yg + ldy * t;
-    switch (n_tokens - t) {
-      case 3: tile<3>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 2: tile<2>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      case 1: tile<1>(main, meta, nb, at, stride, yt, ldy, n_rows); break;
-      default: break;
-    }
+    for_token_tiles(n_tokens, [&]<int T>(int64_t t) {
+      tile<T>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
+    });
   }
 }
 
@@ -117,8 +112,8 @@ void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x,
 
 }  // namespace
 
-const MatmulKernel kMatmulQ6_KAvx512 = {"q6_K/avx512-vnni", GgmlType::Q6_K, Isa::Avx512, kRows,
-                                        kquant::pack_kquant_r16, kquant::act_row_bytes_corr, convert,
-                                        compute};
+const MatmulKernel kMatmulQ6_KAvx512 = {
+    "q6_K/avx512-vnni",         GgmlType::Q6_K, Isa::Avx512, kRows, kquant::pack_kquant_r16,
+    kquant::act_row_bytes_corr, convert,        compute};
 
 }  // namespace lumen

@@ -47,7 +47,8 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   for (int j = 0; j < 16; j++) {
     __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(vis, v[j]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_min_ps(r, c127);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + kActQs + 16 * j), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + kActQs + 16 * j),
+                     _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(r)));
   }
   // Group sums: vpsadbw sums 8 bytes as unsigned, so bias the signed bytes by 128 first.
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -58,10 +59,10 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   }
   const __m256i ones16 = _mm256_set1_epi16(1);
   const __m256i off = _mm256_set1_epi32(16 * 128);
-  const __m128i bs_lo = _mm256_cvtepi32_epi16(
-      _mm256_sub_epi32(_mm256_madd_epi16(_mm256_set_m128i(w[1], w[0]), ones16), off));
-  const __m128i bs_hi = _mm256_cvtepi32_epi16(
-      _mm256_sub_epi32(_mm256_madd_epi16(_mm256_set_m128i(w[3], w[2]), ones16), off));
+  const __m128i bs_lo =
+      _mm256_cvtepi32_epi16(_mm256_sub_epi32(_mm256_madd_epi16(_mm256_set_m128i(w[1], w[0]), ones16), off));
+  const __m128i bs_hi =
+      _mm256_cvtepi32_epi16(_mm256_sub_epi32(_mm256_madd_epi16(_mm256_set_m128i(w[3], w[2]), ones16), off));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + kActBsums16), bs_lo);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + kActBsums16 + 16), bs_hi);
   const __m128i ones8 = _mm_set1_epi16(1);
@@ -80,7 +81,8 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
 
 void convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
   const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Int32 : ActCorr::None);
-  for (int64_t b = 0; b < n_in / kBlock; b++) quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
+  for (int64_t b = 0; b < n_in / kBlock; b++)
+    quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
 }
 
 }  // namespace lumen::kquant

@@ -1,68 +1,41 @@
+// Dispatch of the element-wise ops to the table of the active ISA, chosen once.
 #include "kernels/ops.h"
 
-#include <cmath>
+#include "kernels/ops_isa.h"
+#include "kernels/ref/ops_ref.h"
 
 namespace lumen {
 
-void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++) sum += static_cast<double>(x[i]) * x[i];
-  const float mean = static_cast<float>(sum / n);
-  const float scale = 1.0f / std::sqrt(mean + eps);
-  if (w) {
-    for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
-  } else {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+const OpsTable kOpsScalar = {"scalar", ref::rms_norm, ref::rope, ref::softmax, ref::swiglu, ref::vec_add};
+
+const OpsTable& ops_table(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return kOpsAvx512;
+    case Isa::Avx2: return kOpsAvx2;
+    case Isa::Scalar: break;
   }
+  return kOpsScalar;
 }
+
+namespace {
+
+const OpsTable& active() {
+  static const OpsTable& table = ops_table(active_isa());
+  return table;
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { active().rms_norm(x, w, y, n, eps); }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
-  const int64_t half = p.n_rot / 2;
-  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
-  // Angles for this position, dimension pair by pair (shared by all heads).
-  float cos_buf[512], sin_buf[512];
-  float theta = static_cast<float>(pos);
-  for (int64_t i = 0; i < half; i++) {
-    float t = theta;
-    if (p.freq_factors) t /= p.freq_factors[i];
-    t *= p.freq_scale;
-    if (i < 512) {
-      cos_buf[i] = std::cos(t);
-      sin_buf[i] = std::sin(t);
-    }
-    theta *= theta_scale;
-  }
-  for (int64_t h = 0; h < n_heads; h++) {
-    float* v = x + h * head_dim;
-    for (int64_t i = 0; i < half; i++) {
-      const float c = cos_buf[i], s = sin_buf[i];
-      const int64_t i0 = p.neox ? i : 2 * i;
-      const int64_t i1 = p.neox ? i + half : 2 * i + 1;
-      const float a = v[i0], b = v[i1];
-      v[i0] = a * c - b * s;
-      v[i1] = a * s + b * c;
-    }
-  }
+  active().rope(x, n_heads, head_dim, pos, p);
 }
 
-void softmax(float* x, int64_t n) {
-  float max = -INFINITY;
-  for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++) {
-    const float e = std::exp(x[i] - max);
-    x[i] = e;
-    sum += e;
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; i++) x[i] *= inv;
-}
+void softmax(float* x, int64_t n) { active().softmax(x, n); }
 
-void swiglu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
+void swiglu(const float* gate, const float* up, float* out, int64_t n) { active().swiglu(gate, up, out, n); }
+
+void vec_add(const float* a, const float* b, float* out, int64_t n) { active().vec_add(a, b, out, n); }
 
 }  // namespace lumen

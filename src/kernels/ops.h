@@ -1,6 +1,9 @@
-// Element-wise and per-row operations of the transformer layer, scalar reference versions.
-// Numerics follow ggml where it matters for reproducing llama.cpp's logits (e.g. RMSNorm's
-// sum of squares in double, RoPE angles built by repeated multiplication in float).
+// Element-wise and per-row operations of the transformer layer. Each call runs the version for
+// active_isa() (kernels/ops_isa.h holds the per-ISA tables; kernels/ref/ops_ref.h the scalar
+// references they are tested against). Numerics follow ggml where it matters for reproducing
+// llama.cpp's logits (e.g. RMSNorm's sum of squares in double, RoPE angles built by repeated
+// multiplication in float); SIMD versions differ from the references only by float rounding
+// (their exp() is a polynomial within a few ulp of libm's; RoPE rotations are bit-identical).
 #pragma once
 
 #include <cstdint>
@@ -25,5 +28,8 @@ void softmax(float* x, int64_t n);
 
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// out[i] = a[i] + b[i] (out may be a or b): residual connections, biases.
+void vec_add(const float* a, const float* b, float* out, int64_t n);
 
 }  // namespace lumen

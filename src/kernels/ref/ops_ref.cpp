@@ -1,0 +1,84 @@
+#include "kernels/ref/ops_ref.h"
+
+#include <cmath>
+#include <vector>
+
+namespace lumen::ref {
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++) sum += static_cast<double>(x[i]) * x[i];
+  const float mean = static_cast<float>(sum / n);
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  if (w) {
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+  } else {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
+  }
+}
+
+void rope_angles(int32_t pos, const RopeParams& p, float* cos_out, float* sin_out) {
+  const int64_t half = p.n_rot / 2;
+  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
+  float theta = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; i++) {
+    float t = theta;
+    if (p.freq_factors) t /= p.freq_factors[i];
+    t *= p.freq_scale;
+    cos_out[i] = std::cos(t);
+    sin_out[i] = std::sin(t);
+    theta *= theta_scale;
+  }
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
+  const int64_t half = p.n_rot / 2;
+  // Angles for this position, dimension pair by pair (shared by all heads).
+  float small_cos[256], small_sin[256];
+  std::vector<float> big;
+  float* cos_buf = small_cos;
+  float* sin_buf = small_sin;
+  if (half > 256) {
+    big.resize(2 * half);
+    cos_buf = big.data();
+    sin_buf = big.data() + half;
+  }
+  rope_angles(pos, p, cos_buf, sin_buf);
+  for (int64_t h = 0; h < n_heads; h++) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; i++) {
+      const float c = cos_buf[i], s = sin_buf[i];
+      const int64_t i0 = p.neox ? i : 2 * i;
+      const int64_t i1 = p.neox ? i + half : 2 * i + 1;
+      const float a = v[i0], b = v[i1];
+      v[i0] = a * c - b * s;
+      v[i1] = a * s + b * c;
+    }
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float max = -INFINITY;
+  for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    const float e = std::exp(x[i] - max);
+    x[i] = e;
+    sum += e;
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void vec_add(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+}  // namespace lumen::ref

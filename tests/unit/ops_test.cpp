@@ -1,0 +1,178 @@
+// The per-ISA element-wise ops (kernels/ops_isa.h) against the scalar references: RMSNorm and
+// softmax and SwiGLU within float rounding (their SIMD exp is a polynomial), RoPE and vec_add
+// bit for bit, over lengths with tails and the edge values of exp's range.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/isa.h"
+#include "kernels/ops.h"
+#include "kernels/ops_isa.h"
+#include "kernels/ref/ops_ref.h"
+
+namespace lumen {
+namespace {
+
+std::vector<const OpsTable*> tables() {
+  std::vector<const OpsTable*> v;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (isa_supported(isa, cpu_features())) v.push_back(&ops_table(isa));
+  return v;
+}
+
+std::vector<float> randn(int64_t n, uint32_t seed, float sd = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, sd);
+  std::vector<float> v(n);
+  for (float& x : v) x = g(rng);
+  return v;
+}
+
+const int64_t kLengths[] = {1, 2, 7, 8, 15, 16, 17, 31, 33, 64, 100, 576, 2048, 5631};
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs_tol,
+                  const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+      continue;
+    }
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " at " << i;
+      continue;
+    }
+    ASSERT_LE(std::fabs(got[i] - want[i]), rel * std::fabs(want[i]) + abs_tol)
+        << what << " n " << got.size() << " at " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+TEST(Ops, RmsNormMatchesReference) {
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : kLengths) {
+      const auto x = randn(n, static_cast<uint32_t>(n), 3.0f);
+      const auto w = randn(n, static_cast<uint32_t>(n + 1));
+      for (bool with_w : {true, false}) {
+        std::vector<float> want(n), got(n);
+        ref::rms_norm(x.data(), with_w ? w.data() : nullptr, want.data(), n, 1e-5f);
+        t->rms_norm(x.data(), with_w ? w.data() : nullptr, got.data(), n, 1e-5f);
+        expect_close(got, want, 1e-6, 0.0, "rms_norm");
+        std::vector<float> in_place = x;  // y may alias x (per-head norms do that)
+        t->rms_norm(in_place.data(), with_w ? w.data() : nullptr, in_place.data(), n, 1e-5f);
+        EXPECT_EQ(in_place, got);
+      }
+    }
+  }
+}
+
+TEST(Ops, RopeIsBitIdentical) {
+  const auto factors = randn(256, 5);
+  std::vector<float> ff(256);
+  for (size_t i = 0; i < ff.size(); i++) ff[i] = 1.0f + std::fabs(factors[i]);
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (int64_t head_dim : {2, 6, 16, 18, 64, 80, 128, 256})
+      for (int64_t n_rot : {head_dim, head_dim / 2 - (head_dim / 2) % 2})
+        for (bool neox : {false, true})
+          for (int32_t pos : {0, 1, 17, 1000, 100000})
+            for (bool with_factors : {false, true}) {
+              if (n_rot == 0) continue;
+              RopeParams p;
+              p.n_rot = n_rot;
+              p.freq_base = 10000.0f;
+              p.freq_scale = with_factors ? 0.25f : 1.0f;
+              p.neox = neox;
+              p.freq_factors = with_factors ? ff.data() : nullptr;
+              const int64_t n_heads = 3;
+              const auto x = randn(n_heads * head_dim, static_cast<uint32_t>(head_dim + pos));
+              std::vector<float> want = x, got = x;
+              ref::rope(want.data(), n_heads, head_dim, pos, p);
+              t->rope(got.data(), n_heads, head_dim, pos, p);
+              ASSERT_EQ(got, want) << "head_dim " << head_dim << " n_rot " << n_rot << " neox " << neox << " pos " << pos;
+            }
+  }
+}
+
+TEST(Ops, SoftmaxMatchesReference) {
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : kLengths) {
+      for (float sd : {1.0f, 30.0f}) {
+        auto x = randn(n, static_cast<uint32_t>(n * 3), sd);
+        if (n > 3) x[n / 2] = -std::numeric_limits<float>::infinity();  // a masked entry
+        std::vector<float> want = x, got = x;
+        ref::softmax(want.data(), n);
+        t->softmax(got.data(), n);
+        expect_close(got, want, 1e-6, 1e-12, "softmax");
+      }
+    }
+  }
+}
+
+TEST(Ops, SwigluMatchesReference) {
+  std::vector<float> edge = {0.0f, -0.0f, 1e-30f, -1e-30f, 80.0f, -80.0f, 87.0f, -87.0f, 88.5f, -88.5f,
+                             88.8f, -88.8f, 100.0f, -100.0f, 104.0f, -104.0f, 1e6f, -1e6f, 20.5f, -20.5f};
+  for (float v = -110.0f; v <= 110.0f; v += 0.37f) edge.push_back(v);
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : kLengths) {
+      const auto g = randn(n, static_cast<uint32_t>(n + 9), 4.0f);
+      const auto u = randn(n, static_cast<uint32_t>(n + 10));
+      std::vector<float> want(n), got(n);
+      ref::swiglu(g.data(), u.data(), want.data(), n);
+      t->swiglu(g.data(), u.data(), got.data(), n);
+      expect_close(got, want, 1e-6, 1e-30, "swiglu");
+    }
+    // exp over its whole range, through silu: gate values from -110 to 110.
+    const int64_t n = static_cast<int64_t>(edge.size());
+    std::vector<float> ones(n, 1.0f), want(n), got(n);
+    ref::swiglu(edge.data(), ones.data(), want.data(), n);
+    t->swiglu(edge.data(), ones.data(), got.data(), n);
+    expect_close(got, want, 1e-6, 1e-37, "swiglu edges");
+  }
+}
+
+TEST(Ops, VecAddIsExact) {
+  for (const OpsTable* t : tables()) {
+    for (int64_t n : kLengths) {
+      const auto a = randn(n, 1), b = randn(n, 2);
+      std::vector<float> want(n), got(n);
+      ref::vec_add(a.data(), b.data(), want.data(), n);
+      t->vec_add(a.data(), b.data(), got.data(), n);
+      EXPECT_EQ(got, want) << t->name;
+      std::vector<float> in_place = a;
+      t->vec_add(in_place.data(), b.data(), in_place.data(), n);
+      EXPECT_EQ(in_place, want) << t->name;
+    }
+  }
+}
+
+// The public functions run the active ISA's table.
+TEST(Ops, PublicFunctionsUseTheActiveTable) {
+  const OpsTable& t = ops_table(active_isa());
+  const auto x = randn(100, 3), w = randn(100, 4);
+  std::vector<float> a(100), b(100);
+  rms_norm(x.data(), w.data(), a.data(), 100, 1e-6f);
+  t.rms_norm(x.data(), w.data(), b.data(), 100, 1e-6f);
+  EXPECT_EQ(a, b);
+  a = x;
+  b = x;
+  softmax(a.data(), 100);
+  t.softmax(b.data(), 100);
+  EXPECT_EQ(a, b);
+  swiglu(x.data(), w.data(), a.data(), 100);
+  t.swiglu(x.data(), w.data(), b.data(), 100);
+  EXPECT_EQ(a, b);
+  vec_add(x.data(), w.data(), a.data(), 100);
+  t.vec_add(x.data(), w.data(), b.data(), 100);
+  EXPECT_EQ(a, b);
+  EXPECT_STREQ(ops_table(Isa::Scalar).name, "scalar");
+}
+
+}  // namespace
+}  // namespace lumen

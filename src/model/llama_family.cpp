@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "kernels/attention.h"
 #include "kv/kv_cache.h"
 #include "model/weight_loader.h"
 
@@ -147,9 +148,9 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
         float* k = &k_[t * c.kv_dim_k()];
         float* v = &v_[t * c.kv_dim_v()];
         if (L.bq) {
-          for (int64_t i = 0; i < c.q_dim(); i++) q[i] += L.bq[i];
-          for (int64_t i = 0; i < c.kv_dim_k(); i++) k[i] += L.bk[i];
-          for (int64_t i = 0; i < c.kv_dim_v(); i++) v[i] += L.bv[i];
+          vec_add(q, L.bq, q, c.q_dim());
+          vec_add(k, L.bk, k, c.kv_dim_k());
+          vec_add(v, L.bv, v, c.kv_dim_v());
         }
         if (L.q_norm) {
           for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, L.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
@@ -162,7 +163,7 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
     });
     attention(batch, kv, il);
     matmul(L.wo, attn_.data(), c.q_dim(), n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
-    for (int64_t i = 0; i < n * c.n_embd; i++) x_[i] += out_rows_[i];
+    vec_add(x_.data(), out_rows_.data(), x_.data(), n * c.n_embd);
 
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.ffn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
@@ -173,7 +174,7 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
       for (int64_t t = b; t < e; t++) swiglu(&gate_[t * c.n_ff], &up_[t * c.n_ff], &gate_[t * c.n_ff], c.n_ff);
     });
     matmul(L.w_down, gate_.data(), c.n_ff, n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
-    for (int64_t i = 0; i < n * c.n_embd; i++) x_[i] += out_rows_[i];
+    vec_add(x_.data(), out_rows_.data(), x_.data(), n * c.n_embd);
   }
   for (int64_t t = 0; t < n; t++) {
     const int64_t seq = batch.seq_ids[t];
@@ -192,52 +193,15 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
 
 void LlamaFamilyModel::attention(const Batch& batch, const KvCache& kv, int64_t il) {
   const ModelConfig& c = config_;
-  const int64_t n = batch.size();
-  const int64_t hd = c.head_dim_k;
-  const int64_t group = c.n_head / c.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int n_threads = pool_->n_threads();
-  if (scores_stride_ < kv.n_ctx()) {
-    // Sized for the largest cache seen; a cache's n_ctx does not change.
-    scores_stride_ = kv.n_ctx();
-    scores_.assign(static_cast<size_t>(scores_stride_) * n_threads + static_cast<size_t>(hd) * n_threads, 0.0f);
-  }
-  const bool f16 = kv.dtype() == GgmlType::F16;
-  pool_->parallel_for(n * c.n_head, 1, [&](int64_t b, int64_t e, int thread) {
-    float* scores = &scores_[static_cast<size_t>(thread) * scores_stride_];
-    float* tmp = &scores_[static_cast<size_t>(scores_stride_) * n_threads + static_cast<size_t>(thread) * hd];
-    for (int64_t job = b; job < e; job++) {
-      const int64_t t = job / c.n_head, h = job % c.n_head, hk = h / group;
-      const int64_t seq = batch.seq_ids[t], n_kv = batch.positions[t] + 1;  // causal
-      const float* q = &q_[t * c.q_dim() + h * hd];
-      for (int64_t j = 0; j < n_kv; j++) {
-        const uint8_t* kr = kv.k_row(il, seq, j) + static_cast<size_t>(hk * hd) * (f16 ? 2 : 4);
-        float s = 0.0f;
-        if (f16) {
-          const auto* k = reinterpret_cast<const uint16_t*>(kr);
-          for (int64_t i = 0; i < hd; i++) s += q[i] * fp16_to_fp32(k[i]);
-        } else {
-          const auto* k = reinterpret_cast<const float*>(kr);
-          for (int64_t i = 0; i < hd; i++) s += q[i] * k[i];
-        }
-        scores[j] = s * scale;
-      }
-      softmax(scores, n_kv);
-      std::fill(tmp, tmp + hd, 0.0f);
-      for (int64_t j = 0; j < n_kv; j++) {
-        const uint8_t* vr = kv.v_row(il, seq, j) + static_cast<size_t>(hk * hd) * (f16 ? 2 : 4);
-        const float p = scores[j];
-        if (f16) {
-          const auto* v = reinterpret_cast<const uint16_t*>(vr);
-          for (int64_t i = 0; i < hd; i++) tmp[i] += p * fp16_to_fp32(v[i]);
-        } else {
-          const auto* v = reinterpret_cast<const float*>(vr);
-          for (int64_t i = 0; i < hd; i++) tmp[i] += p * v[i];
-        }
-      }
-      std::copy(tmp, tmp + hd, &attn_[t * c.q_dim() + h * hd]);
-    }
-  });
+  AttentionParams p;
+  p.n_head = c.n_head;
+  p.n_head_kv = c.n_head_kv;
+  p.head_dim_k = c.head_dim_k;
+  p.head_dim_v = c.head_dim_v;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+  p.kv_type = kv.dtype();
+  lumen::attention(p, kv, il, batch.seq_ids.data(), batch.positions.data(), batch.size(), q_.data(), c.q_dim(),
+                   attn_.data(), c.q_dim(), *pool_, active_isa());
 }
 
 }  // namespace lumen

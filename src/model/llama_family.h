@@ -50,9 +50,7 @@ class LlamaFamilyModel : public Model {
 
   // Workspace, sized once for n_batch tokens: nothing is allocated per token.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_rows_;
-  std::vector<float> scores_;  // per thread: n_ctx_max floats
   std::vector<uint8_t> scratch_;
-  int64_t scores_stride_ = 0;
 };
 
 }  // namespace lumen

@@ -1,0 +1,77 @@
+// Causal grouped-query attention over a KV cache. The unit of work is a tile: some queries of
+// one sequence and the query heads that share one KV head. The SIMD kernels walk the keys in
+// blocks of kAttentionKeyBlock positions (aligned to multiples of it) with an online softmax
+// (flash-attention style): each K/V row is fetched (and widened from F16) once per tile and used
+// by every query row of it, so decode (one query, all heads of a group) and prefill (many
+// queries) share one kernel, and a query's result does not depend on what else is in the tile.
+// The scalar reference (one query head at a time, two-pass softmax) is what LUMEN_ISA=scalar
+// runs and what the kernels are tested against.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/isa.h"
+
+namespace lumen {
+
+class KvCache;
+class ThreadPool;
+
+constexpr int64_t kAttentionKeyBlock = 64;
+
+struct AttentionParams {
+  int64_t n_head = 0;     // query heads; a multiple of n_head_kv
+  int64_t n_head_kv = 0;
+  int64_t head_dim_k = 0;  // of queries and keys
+  int64_t head_dim_v = 0;  // of values and outputs
+  float scale = 1.0f;      // applied to q.k before the softmax
+  GgmlType kv_type = GgmlType::F32;  // element type of the K and V rows: F32 or F16
+};
+
+// Where the K and V rows of one (layer, sequence) live. Kernels ask for the rows of positions
+// [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time; a row holds n_head_kv heads
+// (K: head_dim_k elements each, V: head_dim_v). Any storage that can answer per position fits
+// (the contiguous KvCache today, a paged one later).
+struct KvRows {
+  void (*fetch)(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows);
+  const void* ctx;
+};
+
+// The queries of a tile. Query i reads its row q + rows[i] * ldq (all n_head heads,
+// head_dim_k floats each), attends to keys [0, n_kv[i]) (n_kv[i] >= 1) and writes its heads of
+// the group into out + rows[i] * ldo (n_head heads of head_dim_v floats each).
+struct AttentionQueries {
+  const float* q = nullptr;
+  int64_t ldq = 0;
+  float* out = nullptr;
+  int64_t ldo = 0;
+  const int64_t* rows = nullptr;
+  const int64_t* n_kv = nullptr;
+  int64_t n_q = 0;
+};
+
+// One tile: the queries' heads of KV head hk's group. scratch holds
+// attention_scratch_floats(p, n_q, max_kv) floats (any alignment; max_kv = the largest n_kv).
+using AttentionTileFn = void (*)(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
+                                 float* scratch);
+size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t max_kv);
+
+void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
+                              float* scratch);
+void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
+                         float* scratch);
+void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
+                           float* scratch);
+AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scalar
+
+// The attention of one layer over a batch: token t (of sequence seq_ids[t], at positions[t])
+// attends to its sequence's cached positions [0, positions[t]], whose K/V rows must already be
+// stored in kv. q rows are ldq floats apart, out rows ldo. Tiles run on the pool with the
+// kernel of `isa`.
+void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const int32_t* seq_ids,
+               const int32_t* positions, int64_t n_tokens, const float* q, int64_t ldq, float* out, int64_t ldo,
+               ThreadPool& pool, Isa isa);
+
+}  // namespace lumen

@@ -1,10 +1,11 @@
 // AVX-512 attention tile (kernels/attention.h): keys in blocks of 64 positions, online softmax
-// per query row. For each block the K/V rows of the tile's KV head are fetched once (widened
-// to F32 when the cache holds F16) and used by every query row of the tile. Scores come 16
-// keys at a time: 16 dot-product accumulators over the head dimension, folded into one vector
-// of 16 scores by a fixed shuffle tree. Every step a row takes depends only on that row (its
-// query, its key count), never on the other rows of the tile, so a query gets the same bits in
-// decode and in prefill. Free of library inline code (no std:: containers or algorithms).
+// per query row. For each block the K/V rows of the tile's KV head are fetched and staged once
+// (widened to F32 when the cache holds F16, zero-padded to 16 floats) and used by every query
+// row of the tile. Scores come 16 keys at a time: 16 dot-product accumulators over the head
+// dimension, folded into one vector of 16 scores by a fixed shuffle tree. Every step a row
+// takes depends only on that row (its query, its key count), never on the other rows of the
+// tile, so a query gets the same bits in decode and in prefill. Free of library inline code
+// (no std:: containers or algorithms).
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined; silence that here, before the headers are read.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -48,25 +49,28 @@ struct Row {  // one query row's running state
   float* l;   // running sum of exp
 };
 
-// Adds keys [0, nk) of the current block (rows kp/vp, F32) to one query row.
-void row_block(const float* q, int64_t dk, int64_t dv, float scale, const float* const* kp, const float* const* vp,
-               int64_t nk, const Row& r, float* pbuf) {
+// Adds keys [0, nk) of the current block to one query row. The block's K and V rows are staged
+// in kbuf / vbuf, dkp / dvp floats apart (multiples of 16, zero-padded), so row j's chunk c is
+// at a fixed offset: with kDkp a compile-time constant (0: use dkp) the 16 key rows of a
+// sub-block are addressed from one base register.
+template <int64_t kDkp>
+void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float scale, const float* kbuf,
+               const float* vbuf, int64_t nk, const Row& r, float* pbuf) {
+  const int64_t dkp = kDkp ? kDkp : dkp_rt;
   __m512 s[kAttentionKeyBlock / 16];
   __m512 mx = _mm512_set1_ps(-__builtin_inff());
   const int64_t n_sub = (nk + 15) / 16;
   for (int64_t sb = 0; sb < n_sub; sb++) {
+    // Keys past nk read stale (finite or zero) rows of the staging buffer; their lanes are
+    // masked to -inf below and never reach the output.
+    const float* kb = kbuf + sb * 16 * dkp;
     __m512 acc[16];
-    const float* kr[16];
 #pragma GCC unroll 16
-    for (int jj = 0; jj < 16; jj++) {  // keys past nk reuse the last row; their lanes are masked
-      kr[jj] = kp[min64(sb * 16 + jj, nk - 1)];
-      acc[jj] = _mm512_setzero_ps();
-    }
-    for (int64_t c = 0; c < dk; c += 16) {
-      const __mmask16 m = tail_mask(dk - c);
-      const __m512 qc = _mm512_maskz_loadu_ps(m, q + c);
+    for (int jj = 0; jj < 16; jj++) acc[jj] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < dkp; c += 16) {
+      const __m512 qc = _mm512_maskz_loadu_ps(tail_mask(dk - c), q + c);
 #pragma GCC unroll 16
-      for (int jj = 0; jj < 16; jj++) acc[jj] = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m, kr[jj] + c), acc[jj]);
+      for (int jj = 0; jj < 16; jj++) acc[jj] = _mm512_fmadd_ps(qc, _mm512_load_ps(kb + jj * dkp + c), acc[jj]);
     }
     const __mmask16 valid = tail_mask(nk - sb * 16);
     s[sb] = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-__builtin_inff()), _mm512_mul_ps(fold16(acc), _mm512_set1_ps(scale)));
@@ -85,34 +89,59 @@ void row_block(const float* q, int64_t dk, int64_t dv, float scale, const float*
   }
   *r.l = *r.l * alpha + avx512::hsum(psum);
   *r.m = m_new;
-  // o = o * alpha + sum_j p_j v_j, four 16-wide chunks of the head at a time (four FMA chains).
+  // o = o * alpha + sum_j p_j v_j, 64 floats of the head at a time; even and odd keys go to
+  // separate accumulators (eight FMA chains), summed at the end.
   const __m512 va = _mm512_set1_ps(alpha);
-  for (int64_t c0 = 0; c0 < dv; c0 += 64) {
-    __mmask16 m[4];
-    __m512 o[4];
+  for (int64_t c0 = 0; c0 < dvp; c0 += 64) {
+    const int64_t n_vec = (dvp - c0) / 16 < 4 ? (dvp - c0) / 16 : 4;
+    __m512 e[4], f[4];
 #pragma GCC unroll 4
     for (int x = 0; x < 4; x++) {
-      const int64_t left = dv - c0 - 16 * x;
-      m[x] = left <= 0 ? 0 : tail_mask(left);
-      o[x] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[x], r.o + c0 + 16 * x), va);
+      e[x] = x < n_vec ? _mm512_mul_ps(_mm512_load_ps(r.o + c0 + 16 * x), va) : va;
+      f[x] = _mm512_setzero_ps();
     }
-    for (int64_t j = 0; j < nk; j++) {
-      const __m512 pj = _mm512_set1_ps(pbuf[j]);
-      const float* v = vp[j] + c0;
+    const float* v = vbuf + c0;
+    int64_t j = 0;
+    for (; j + 2 <= nk; j += 2, v += 2 * dvp) {
+      const __m512 p0 = _mm512_set1_ps(pbuf[j]), p1 = _mm512_set1_ps(pbuf[j + 1]);
 #pragma GCC unroll 4
-      for (int x = 0; x < 4; x++) o[x] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[x], v + 16 * x), o[x]);
+      for (int x = 0; x < 4; x++)
+        if (x < n_vec) {
+          e[x] = _mm512_fmadd_ps(p0, _mm512_load_ps(v + 16 * x), e[x]);
+          f[x] = _mm512_fmadd_ps(p1, _mm512_load_ps(v + dvp + 16 * x), f[x]);
+        }
+    }
+    if (j < nk) {
+      const __m512 p0 = _mm512_set1_ps(pbuf[j]);
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; x++)
+        if (x < n_vec) e[x] = _mm512_fmadd_ps(p0, _mm512_load_ps(v + 16 * x), e[x]);
     }
 #pragma GCC unroll 4
-    for (int x = 0; x < 4; x++) _mm512_mask_storeu_ps(r.o + c0 + 16 * x, m[x], o[x]);
+    for (int x = 0; x < 4; x++)
+      if (x < n_vec) _mm512_store_ps(r.o + c0 + 16 * x, _mm512_add_ps(e[x], f[x]));
   }
 }
 
-// n halves at src -> floats at dst (dst has room for round16(n)).
-void widen(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+using RowBlockFn = void (*)(const float*, int64_t, int64_t, int64_t, float, const float*, const float*, int64_t,
+                            const Row&, float*);
+
+RowBlockFn row_block_for(int64_t dkp) {
+  switch (dkp) {
+    case 64: return row_block<64>;
+    case 128: return row_block<128>;
+    default: return row_block<0>;
   }
+}
+
+// n values at src (halves or floats) -> floats at dst, zero-padded to a multiple of 16.
+void stage(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n - i), src + i)));
+}
+
+void stage(const float* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) _mm512_store_ps(dst + i, _mm512_maskz_loadu_ps(tail_mask(n - i), src + i));
 }
 
 }  // namespace
@@ -134,8 +163,7 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   float* pbuf = vbuf + B * dvp;         // B
   auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + B);
   const uint8_t** v_rows = k_rows + B;
-  auto** kp = reinterpret_cast<const float**>(v_rows + B);
-  const float** vp = kp + B;
+  const RowBlockFn row_fn = row_block_for(dkp);
 
   int64_t max_kv = 0;
   for (int64_t i = 0; i < qs.n_q; i++) max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
@@ -148,15 +176,15 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   for (int64_t j0 = 0; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
     kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
+    // This KV head's slice of every row of the block, widened to F32 and padded, once for all
+    // the tile's query rows.
     for (int64_t j = 0; j < nb; j++) {
       if (f16) {
-        widen(reinterpret_cast<const uint16_t*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
-        widen(reinterpret_cast<const uint16_t*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
-        kp[j] = kbuf + j * dkp;
-        vp[j] = vbuf + j * dvp;
+        stage(reinterpret_cast<const uint16_t*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
+        stage(reinterpret_cast<const uint16_t*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
       } else {
-        kp[j] = reinterpret_cast<const float*>(k_rows[j]) + hk * dk;
-        vp[j] = reinterpret_cast<const float*>(v_rows[j]) + hk * dv;
+        stage(reinterpret_cast<const float*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
+        stage(reinterpret_cast<const float*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
       }
     }
     for (int64_t i = 0; i < qs.n_q; i++) {
@@ -165,7 +193,7 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
       for (int64_t g = 0; g < group; g++) {
         const int64_t r = i * group + g;
         const float* q = qs.q + qs.rows[i] * qs.ldq + (hk * group + g) * dk;
-        row_block(q, dk, dv, p.scale, kp, vp, nk, Row{o + r * dvp, mx + r, ls + r}, pbuf);
+        row_fn(q, dk, dkp, dvp, p.scale, kbuf, vbuf, nk, Row{o + r * dvp, mx + r, ls + r}, pbuf);
       }
     }
   }

@@ -23,7 +23,7 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   for (int j = 0; j < 32; j++)
     amax_v = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_v);
   const float amax = hmax(amax_v);  // lanes are never NaN
-  const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Pairs16 : ActCorr::None);
+  const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   if (!(amax > 0.0f)) {
     std::memset(dst, 0, bb);
     return;
@@ -90,7 +90,7 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
 }  // namespace
 
 void convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
-  const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Pairs16 : ActCorr::None);
+  const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   for (int64_t b = 0; b < n_in / kBlock; b++)
     quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
 }

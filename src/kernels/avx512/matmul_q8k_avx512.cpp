@@ -27,7 +27,7 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
     amax_v = _mm512_max_ps(_mm512_andnot_ps(sign, v[j]), amax_v);
   }
   const float amax = hmax(amax_v);  // lanes are never NaN: no NaN ordering question here
-  const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Int32 : ActCorr::None);
+  const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   if (!(amax > 0.0f)) {
     std::memset(dst, 0, bb);
     return;
@@ -80,7 +80,7 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
 }  // namespace
 
 void convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
-  const size_t bb = act_block_bytes(corr_mul != 0 ? ActCorr::Int32 : ActCorr::None);
+  const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   for (int64_t b = 0; b < n_in / kBlock; b++)
     quantize_block(x + b * kBlock, dst + static_cast<size_t>(b) * bb, corr_mul);
 }

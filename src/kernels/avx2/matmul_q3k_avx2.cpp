@@ -107,17 +107,13 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
   const int64_t nb = w.n_in / kBlock;
   const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
   const uint8_t* base = w.packed.get()->data;
-  for (int64_t g = r0 / kRows; g * kRows < r1; g++) {
+  for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
     const uint8_t* main = base + gbytes * static_cast<size_t>(g);
     const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
     const int64_t left = r1 - g * kRows;
     const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
-    float* yg = y + g * kRows;
-    int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2)
-      tile<2>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-    if (t < n_tokens) tile<1>(main, meta, nb, act + stride * t, stride, yg + ldy * t, ldy, n_rows);
-  }
+    tile<T>(main, meta, nb, act + stride * t, stride, y + g * kRows + ldy * t, ldy, n_rows);
+  });
 }
 
 void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx2(x, dst, n_in, -4); }

@@ -57,6 +57,25 @@ LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) {
 }
 inline constexpr int kPrefetchBlocks = 1;
 
+// Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (8 rows each)
+// and the token tiles of [0, n_tokens): 2 tokens (the most the 16 YMM registers hold), then 1.
+// Groups go in batches whose weights fit about 256 KiB (L2), and each batch runs all token
+// tiles, so a token tile's activations stay in L1 while the batch's groups reuse them.
+template <class F>
+LUMEN_KQ2_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
+  const int64_t g_end = (r1 + 7) / 8;
+  const int64_t batch =
+      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
+  for (int64_t gb = r0 / 8; gb < g_end; gb += batch) {
+    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
+    int64_t t = 0;
+    for (; t + 2 <= n_tokens; t += 2)
+      for (int64_t g = gb; g < ge; g++) tile.template operator()<2>(g, t);
+    if (t < n_tokens)
+      for (int64_t g = gb; g < ge; g++) tile.template operator()<1>(g, t);
+  }
+}
+
 // y[0..n_rows) = v (n_rows <= 8).
 LUMEN_KQ2_INLINE void store_rows(float* y, __m256 v, int n_rows) {
   if (n_rows >= 8) {

@@ -64,30 +64,42 @@ inline constexpr int kPrefetchBlocks = 1;
 // spill and measured 15% slower.
 inline constexpr int kTileTokens = 4;
 
-// Runs tile.template operator()<T>(t0) over [0, n_tokens): tiles of kTileTokens tokens, then
-// the remainder as 4 + 3/2/1 (only those widths are instantiated).
+// Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (16 rows each)
+// and the token tiles of [0, n_tokens): kTileTokens tokens, then the remainder as 4 + 3/2/1
+// (only those widths are instantiated). Groups go in batches whose weights fit about 256 KiB
+// (L2), and each batch runs all token tiles, so a token tile's activations stay in L1 while
+// the batch's groups reuse them.
 template <class F>
-LUMEN_KQ_INLINE void for_token_tiles(int64_t n_tokens, F&& tile) {
-  int64_t t = 0;
-  for (; t + kTileTokens <= n_tokens; t += kTileTokens) tile.template operator()<kTileTokens>(t);
-  if constexpr (kTileTokens > 4) {
-    if (t + 4 <= n_tokens) {
-      tile.template operator()<4>(t);
-      t += 4;
+LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
+  const int64_t g_end = (r1 + 15) / 16;
+  const int64_t batch =
+      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
+  for (int64_t gb = r0 / 16; gb < g_end; gb += batch) {
+    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
+    int64_t t = 0;
+    for (; t + kTileTokens <= n_tokens; t += kTileTokens)
+      for (int64_t g = gb; g < ge; g++) tile.template operator()<kTileTokens>(g, t);
+    if constexpr (kTileTokens > 4) {
+      if (t + 4 <= n_tokens) {
+        for (int64_t g = gb; g < ge; g++) tile.template operator()<4>(g, t);
+        t += 4;
+      }
     }
-  }
-  switch (n_tokens - t) {
-    case 3:
-      tile.template operator()<3>(t);
-      break;
-    case 2:
-      tile.template operator()<2>(t);
-      break;
-    case 1:
-      tile.template operator()<1>(t);
-      break;
-    default:
-      break;
+    for (int64_t g = gb; g < ge; g++) {
+      switch (n_tokens - t) {
+        case 3:
+          tile.template operator()<3>(g, t);
+          break;
+        case 2:
+          tile.template operator()<2>(g, t);
+          break;
+        case 1:
+          tile.template operator()<1>(g, t);
+          break;
+        default:
+          break;
+      }
+    }
   }
 }
 

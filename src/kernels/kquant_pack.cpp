@@ -49,13 +49,26 @@ void fill(const BlockQ5_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
   put_fp16(meta + 14 * rows, r, x.dmin);
 }
 
+// Q6_K: the four 6-bit values v0..v3 of elements 128h + 32rr + 4k + i (rr = 0..3) go into 3
+// bytes, each with a whole value in its low 6 bits and 2 bits of v2 on top:
+//   b0 = v0 | (v2 & 3) << 6,  b1 = v1 | (v2 >> 2 & 3) << 6,  b2 = v3 | (v2 >> 4) << 6,
+// so three values are one AND away and the fourth a few shifts (fewer operations than the
+// file's ql/qh split, for the same 6 bits per weight).
 void fill(const BlockQ6_K& x, int rows, int r, uint8_t* main, uint8_t* meta) {
   for (int h = 0; h < 2; h++)
-    for (int j = 0; j < 2; j++)
-      put_lanes(main + static_cast<size_t>(h * 2 + j) * 8 * rows * 4, rows, r, x.ql + 64 * h + 32 * j, 8);
-  for (int h = 0; h < 2; h++)
-    put_lanes(main + static_cast<size_t>(128) * rows + static_cast<size_t>(h) * 8 * rows * 4, rows, r,
-              x.qh + 32 * h, 8);
+    for (int k = 0; k < 8; k++)
+      for (int i = 0; i < 4; i++) {
+        int v[4];
+        for (int rr = 0; rr < 4; rr++) {
+          const int l = 4 * k + i;
+          const int low = (x.ql[64 * h + 32 * (rr % 2) + l] >> (4 * (rr / 2))) & 0x0f;
+          const int high = (x.qh[32 * h + l] >> (2 * rr)) & 3;
+          v[rr] = low | high << 4;
+        }
+        const int b[3] = {v[0] | (v[2] & 3) << 6, v[1] | (v[2] >> 2 & 3) << 6, v[3] | (v[2] >> 4) << 6};
+        for (int j = 0; j < 3; j++)
+          main[(static_cast<size_t>((h * 8 + k) * 3 + j) * rows + r) * 4 + i] = static_cast<uint8_t>(b[j]);
+      }
   for (int g = 0; g < 16; g++) meta[static_cast<size_t>(g) * rows + r] = static_cast<uint8_t>(x.scales[g]);
   put_fp16(meta + 16 * rows, r, x.d);
 }

@@ -14,7 +14,8 @@
 //   Q4_K main [c 4][k 8][r][i] = qs[32c + 4k + i]   (low nibble: sub-block 2c, high: 2c+1)
 //        meta scales bytes j = 4b + 2q + jj as [b 3][q 2][r][jj 2] (12R), d[r], dmin[r] (fp16)
 //   Q5_K main as Q4_K, then [k 8][r][i] = qh[4k + i]; meta as Q4_K
-//   Q6_K main [h 2][j 2][k 8][r][i] = ql[64h + 32j + 4k + i], then [h 2][k 8][r][i] = qh[32h + 4k + i]
+//   Q6_K main [h 2][k 8][j 3][r][i] = byte j of the values of elements 128h + 32rr + 4k + i,
+//        rr = 0..3, packed 4 in 3 bytes (see fill() in kquant_pack.cpp)
 //        meta int8 scales [g 16][r], d[r]
 //   Q3_K main [h 2][k 8][r][i] = qs[32h + 4k + i], then [k 8][r][i] = hmask[4k + i]
 //        meta int8 scales [g 16][r] (unpacked, offset removed), d[r]

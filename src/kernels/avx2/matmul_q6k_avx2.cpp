@@ -1,12 +1,12 @@
-// Q6_K x Q8_K matmul, AVX2. Weights are repacked into 8-row groups (kquant_pack.h): a 32-byte
-// ql load holds 4 consecutive low-nibble pairs of 8 rows and a qh load their 2-bit high parts,
-// giving the 6-bit values v (0..63, u8) for vpmaddubsw against 4 broadcast activation bytes.
-// Each 16-element group accumulates its int16 pair sums starting from the activation's
-// ActCorr::Pairs16 term (-32 times the same pair sums of the activations), so the lanes end at
-// sum (v - 32) * a, |.| <= 4 * 2 * 32 * 127 = 32512: exact in int16 (the wrapping adds may
-// overflow on the way but not at the end). One vpmaddwd with the group scale in both halves of
-// each lane then scales and widens, and per block y += (d * da) * isum, the reference's order.
-// A tile is 8 rows x T (1..2) tokens (16 YMM registers).
+// Q6_K x Q8_K matmul, AVX2. Weights are repacked into 8-row groups (kquant_pack.h): for each 4
+// consecutive elements of 8 rows, three 32-byte vectors hold the 6-bit values v (0..63, u8) of
+// 4 slices (32 elements apart), three of them one AND away and the fourth a few shifts, for
+// vpmaddubsw against 4 broadcast activation bytes. Each 16-element group accumulates its int16
+// pair sums starting from the activation's ActCorr::Pairs16 term (-32 times the same pair sums
+// of the activations), so the lanes end at sum (v - 32) * a, |.| <= 4 * 2 * 32 * 127 = 32512:
+// exact in int16 (the wrapping adds may overflow on the way but not at the end). One vpmaddwd
+// with the group scale in both halves of each lane then scales and widens, and per block
+// y += (d * da) * isum, the reference's order. A tile is 8 rows x T (1..2) tokens.
 #include "kernels/avx2/matmul_q6k_avx2.h"
 
 #include "kernels/avx2/matmul_q8k_avx2.h"
@@ -20,18 +20,21 @@ using namespace kquant;
 using namespace kquant::avx2;
 
 constexpr int kRows = 8;
-constexpr size_t kMain = 192 * kRows;  // ql 128R then qh 64R
-constexpr size_t kQh = 128 * kRows;
-constexpr size_t kMeta = 18 * kRows;  // int8 scales [g][r], fp16 d[r]
+constexpr size_t kMain = 192 * kRows;  // 4 values in 3 bytes
+constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
-// Elements 128h + 32j + 16kh .. +15 (group g_a = 8h + 2j + kh) and the same of 32-element
-// slice j + 2 (group g_b = g_a + 4), for J = j.
-template <int T, int J>
+// Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
+LUMEN_KQ2_INLINE __m256i value_bytes(const uint8_t* q, int h, int k, int j) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * ((h * 8 + k) * 3 + j)));
+}
+
+// Slices 2P and 2P+1 (elements 128h + 32rr + 16kh .. +15, groups g = 8h + 2rr + kh).
+template <int T, int P>
 LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int h, int kh,
                                  __m256i isum[T]) {
-  const __m256i m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-  const int ga = 8 * h + 2 * J + kh, gb = ga + 4;
+  const __m256i m3f = _mm256_set1_epi8(0x3f);
+  const int ga = 8 * h + 4 * P + kh, gb = ga + 2;
   __m256i acc_a[T], acc_b[T];
   for (int t = 0; t < T; t++) {
     acc_a[t] = bcast32(a[t] + kActCorr + 4 * ga);
@@ -39,18 +42,22 @@ LUMEN_KQ2_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   }
   for (int kk = 0; kk < 4; kk++) {
     const int k = 4 * kh + kk;
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * ((h * 2 + J) * 8 + k)));
-    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + kQh + 32 * (h * 8 + k)));
-    // v_a = low nibble | bits 2J..2J+1 of qh at bits 4..5; v_b = high nibble | bits 2J+4..2J+5.
-    const __m256i ya = J == 0 ? _mm256_slli_epi16(y, 4) : _mm256_slli_epi16(y, 2);
-    const __m256i yb = J == 0 ? y : _mm256_srli_epi16(y, 2);
-    const __m256i wa = _mm256_or_si256(_mm256_and_si256(x, m0f), _mm256_and_si256(ya, m30));
-    const __m256i wb =
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m0f), _mm256_and_si256(yb, m30));
+    __m256i wa, wb;
+    if constexpr (P == 0) {
+      wa = _mm256_and_si256(value_bytes(q, h, k, 0), m3f);
+      wb = _mm256_and_si256(value_bytes(q, h, k, 1), m3f);
+    } else {
+      // v2 = the top 2 bits of the three bytes.
+      const __m256i b0 = value_bytes(q, h, k, 0), b1 = value_bytes(q, h, k, 1), b2 = value_bytes(q, h, k, 2);
+      const __m256i lo4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b0, 6), _mm256_set1_epi8(0x03)),
+                                          _mm256_and_si256(_mm256_srli_epi16(b1, 4), _mm256_set1_epi8(0x0c)));
+      wa = _mm256_or_si256(lo4, _mm256_and_si256(_mm256_srli_epi16(b2, 2), _mm256_set1_epi8(0x30)));
+      wb = _mm256_and_si256(b2, m3f);
+    }
+    const int e = 128 * h + 64 * P + 4 * k;
     for (int t = 0; t < T; t++) {
-      const int e = 128 * h + 32 * J + 4 * k;
       acc_a[t] = _mm256_add_epi16(acc_a[t], _mm256_maddubs_epi16(wa, bcast32(a[t] + e)));
-      acc_b[t] = _mm256_add_epi16(acc_b[t], _mm256_maddubs_epi16(wb, bcast32(a[t] + e + 64)));
+      acc_b[t] = _mm256_add_epi16(acc_b[t], _mm256_maddubs_epi16(wb, bcast32(a[t] + e + 32)));
     }
   }
   const __m256i sa = scales_dup_i8(m + 8 * ga), sb = scales_dup_i8(m + 8 * gb);

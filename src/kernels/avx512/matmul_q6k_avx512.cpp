@@ -1,9 +1,9 @@
 // Q6_K x Q8_K matmul, AVX-512 VNNI. Weights are repacked into 16-row groups (kquant_pack.h):
-// a 64-byte ql load holds 4 consecutive low-nibble pairs of 16 rows and a qh load their 2-bit
-// high parts, so the 6-bit values v (0..63, u8) of 4 elements x 16 rows come out of a few
-// shifts and masks, ready for vpdpbusd against 4 broadcast activation bytes. The format's
-// offset (q = v - 32) is applied exactly by starting each group's int32 accumulator at
-// -32 * bsum16 (precomputed per activation block), so that after the group
+// for each 4 consecutive elements of 16 rows, three 64-byte vectors hold the 6-bit values
+// v (0..63, u8) of 4 slices (32 elements apart), three of them one AND away and the fourth a
+// few shifts, ready for vpdpbusd against 4 broadcast activation bytes. The format's offset
+// (q = v - 32) is applied exactly by starting each group's int32 accumulator at -32 * bsum16
+// (ActCorr::Int32), so that after the group
 //   acc = sum (v - 32) * a,   isum += scale * acc   (all exact int32),
 // and per block y += (d * da) * isum, the reference's float evaluation order.
 // A tile is 16 rows x T (1..4) tokens; every weight vector feeds T tokens.
@@ -20,22 +20,25 @@ using namespace kquant;
 using namespace kquant::avx512;
 
 constexpr int kRows = 16;
-constexpr size_t kMain = 192 * kRows;  // ql 128R then qh 64R
-constexpr size_t kQh = 128 * kRows;
-constexpr size_t kMeta = 18 * kRows;  // int8 scales [g][r], fp16 d[r]
+constexpr size_t kMain = 192 * kRows;  // 4 values in 3 bytes
+constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
 LUMEN_KQ_INLINE __m512i group_scales(const uint8_t* m, int g) {
   return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * g)));
 }
 
-// Elements 128h + 32j + 16kh .. +15 (group g_a = 8h + 2j + kh) and the same of 32-element
-// slice j + 2 (group g_b = g_a + 4), for J = j.
-template <int T, int J>
+// Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
+LUMEN_KQ_INLINE __m512i value_bytes(const uint8_t* q, int h, int k, int j) {
+  return _mm512_loadu_si512(q + 64 * ((h * 8 + k) * 3 + j));
+}
+
+// Slices 2P and 2P+1 (elements 128h + 32rr + 16kh .. +15, groups g = 8h + 2rr + kh).
+template <int T, int P>
 LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int h, int kh,
                                 __m512i isum[T]) {
-  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-  const int ga = 8 * h + 2 * J + kh, gb = ga + 4;
+  const __m512i m3f = _mm512_set1_epi8(0x3f);
+  const int ga = 8 * h + 4 * P + kh, gb = ga + 2;
   __m512i acc_a[T], acc_b[T];
   for (int t = 0; t < T; t++) {
     acc_a[t] = bcast32(a[t] + kActCorr + 4 * ga);
@@ -43,18 +46,23 @@ LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_
   }
   for (int kk = 0; kk < 4; kk++) {
     const int k = 4 * kh + kk;
-    const __m512i x = _mm512_loadu_si512(q + 64 * ((h * 2 + J) * 8 + k));
-    const __m512i y = _mm512_loadu_si512(q + kQh + 64 * (h * 8 + k));
-    // v_a = low nibble | bits 2J..2J+1 of qh at bits 4..5; v_b = high nibble | bits 2J+4..2J+5.
-    const __m512i ya = J == 0 ? _mm512_slli_epi16(y, 4) : _mm512_slli_epi16(y, 2);
-    const __m512i yb = J == 0 ? y : _mm512_srli_epi16(y, 2);
-    const __m512i wa = _mm512_ternarylogic_epi32(_mm512_and_si512(x, m0f), ya, m30, 0xF8);  // A | (B & C)
-    const __m512i wb =
-        _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(x, 4), m0f), yb, m30, 0xF8);
+    __m512i wa, wb;
+    if constexpr (P == 0) {
+      wa = _mm512_and_si512(value_bytes(q, h, k, 0), m3f);
+      wb = _mm512_and_si512(value_bytes(q, h, k, 1), m3f);
+    } else {
+      // v2 = the top 2 bits of the three bytes; 0xE4 = C ? A : B.
+      const __m512i b0 = value_bytes(q, h, k, 0), b1 = value_bytes(q, h, k, 1), b2 = value_bytes(q, h, k, 2);
+      const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(b0, 6), _mm512_srli_epi16(b1, 4),
+                                                    _mm512_set1_epi8(0x03), 0xE4);
+      wa = _mm512_and_si512(
+          _mm512_ternarylogic_epi32(lo4, _mm512_srli_epi16(b2, 2), _mm512_set1_epi8(0x0f), 0xE4), m3f);
+      wb = _mm512_and_si512(b2, m3f);
+    }
+    const int e = 128 * h + 64 * P + 4 * k;
     for (int t = 0; t < T; t++) {
-      const int e = 128 * h + 32 * J + 4 * k;
       acc_a[t] = _mm512_dpbusd_epi32(acc_a[t], wa, bcast32(a[t] + e));
-      acc_b[t] = _mm512_dpbusd_epi32(acc_b[t], wb, bcast32(a[t] + e + 64));
+      acc_b[t] = _mm512_dpbusd_epi32(acc_b[t], wb, bcast32(a[t] + e + 32));
     }
   }
   const __m512i sa = group_scales(m, ga), sb = group_scales(m, gb);

@@ -108,8 +108,9 @@ void kquant_args(benchmark::internal::Benchmark* b) {
         if (n_tokens == 512 && n_out == 32000) continue;  // seconds per call; 64 tokens tells the same
         b->Args({static_cast<int64_t>(t), n_in, n_out, n_tokens, 2});
       }
-  b->Args({static_cast<int64_t>(GgmlType::Q4_K), 2048, 5632, 1, 1});
-  b->Args({static_cast<int64_t>(GgmlType::Q4_K), 2048, 5632, 512, 1});
+  // One thread: per-core rates (and a fair reading on a machine shared with other work).
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K})
+    for (int64_t n_tokens : {1, 64}) b->Args({static_cast<int64_t>(t), 2048, 5632, n_tokens, 1});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 

@@ -2,14 +2,21 @@
 
 #include <immintrin.h>
 
-#include "core/error.h"
+#include <chrono>
 
 namespace lumen {
 
 namespace {
-// How long a worker spins for the next job before sleeping: decode issues a job every few
-// microseconds, so sleeping between them would cost more than the work.
-constexpr int kSpinIterations = 50000;
+
+using Clock = std::chrono::steady_clock;
+
+// How long an idle worker spins for the next job before sleeping. Decode issues a job every
+// 10-300 us; a sleeping worker costs a futex wake (several us) plus its own wake-up latency.
+constexpr auto kSpinTime = std::chrono::microseconds(1000);
+// Pauses a waiting thread spins before it starts yielding between checks (~0.1-0.5 ms): on a
+// loaded machine the thread it waits for may need this core.
+constexpr int kWaitSpins = 1 << 12;
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -18,12 +25,9 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_.store(true);
-    generation_.fetch_add(1);
-  }
-  wake_.notify_all();
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -43,16 +47,14 @@ void ThreadPool::run(const Job& job) {
   }
   next_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
+  job_.store(&job, std::memory_order_relaxed);
+  // seq_cst increment, then the sleepers_ load: a worker that registers as a sleeper and then
+  // re-checks the generation either sees this job or is counted here and woken.
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) generation_.notify_all();
   work(job, 0);
-  // Spin briefly, then yield: on a loaded machine the worker we wait for may need this core.
   for (int i = 0; pending_.load(std::memory_order_acquire) != 0; i++) {
-    if (i < 4096) _mm_pause();
+    if (i < kWaitSpins) _mm_pause();
     else std::this_thread::yield();
   }
 }
@@ -61,24 +63,25 @@ void ThreadPool::worker_loop(int thread_index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; g == seen && i < kSpinIterations; i++) {
-      if (i < 4096) _mm_pause();
-      else std::this_thread::yield();
-      g = generation_.load(std::memory_order_acquire);
-    }
     if (g == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
-      g = generation_.load();
+      const auto start = Clock::now();
+      for (int i = 1; g == seen; i++) {
+        // Pause-spin first; then yield between checks, so that on an oversubscribed machine a
+        // waiting worker hands its core to a thread with work.
+        if (i < kWaitSpins) _mm_pause();
+        else std::this_thread::yield();
+        if ((i & 255) == 0 && Clock::now() - start > kSpinTime) {
+          sleepers_.fetch_add(1);
+          while ((g = generation_.load()) == seen) generation_.wait(seen);
+          sleepers_.fetch_sub(1);
+          break;
+        }
+        g = generation_.load(std::memory_order_acquire);
+      }
     }
     seen = g;
     if (stop_.load()) return;
-    const Job* job;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job = job_;
-    }
-    work(*job, thread_index);
+    work(*job_.load(std::memory_order_acquire), thread_index);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -36,6 +36,24 @@ void prepare_weights(WeightMatrix& w, Isa isa);
 // Bytes of scratch matmul() needs for n_tokens activation rows of w.
 size_t matmul_scratch_size(const WeightMatrix& w, int64_t n_tokens);
 
+// One output of matmul_multi(): y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i].
+struct MatmulOutput {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Most matrices one matmul_multi() call takes.
+inline constexpr int kMaxMatmulOutputs = 4;
+
+// Several products of the same input rows (Q, K and V; FFN gate and up) as one job on the pool:
+// the input is converted once per activation format, and all matrices' row groups are shared
+// out together, so decode pays one hand-off instead of one per matrix. All w have the same
+// n_in and are prepared. scratch: matmul_multi_scratch_size() bytes.
+void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t ldx, int64_t n_tokens,
+                  uint8_t* scratch, ThreadPool& pool);
+size_t matmul_multi_scratch_size(const WeightMatrix* const* ws, int n, int64_t n_tokens);
+
 // y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i] for t < n_tokens, o < n_out.
 void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,
             int64_t ldy, uint8_t* scratch, ThreadPool& pool);

@@ -23,9 +23,15 @@ struct WeightMatrix;
 struct PackedWeights {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
-  struct Free { void operator()(uint8_t* p) const; };
+  struct Free {
+    size_t mapped;  // bytes of an mmap'd buffer; 0 (value-initialized): from aligned_alloc
+    void operator()(uint8_t* p) const;
+  };
   std::unique_ptr<uint8_t, Free> owned;
-  // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it.
+  // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it. Large buffers are
+  // 2 MiB-aligned anonymous mappings advised as huge pages: decode streams every weight byte
+  // per token (one TLB entry per 2 MiB instead of per 4 KiB), and loading faults in 512x fewer
+  // pages with no memset (anonymous pages are already zero).
   uint8_t* allocate(size_t n_bytes);
 };
 

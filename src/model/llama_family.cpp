@@ -88,11 +88,15 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   size_t scratch = 0;
   prepare_weights(output_, isa);
   scratch = std::max(scratch, matmul_scratch_size(output_, nb));
-  for (Layer& L : layers_)
+  for (Layer& L : layers_) {
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
       prepare_weights(*m, isa);
       scratch = std::max(scratch, matmul_scratch_size(*m, nb));
     }
+    const WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+    const WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
+    scratch = std::max({scratch, matmul_multi_scratch_size(qkv, 3, nb), matmul_multi_scratch_size(gate_up, 2, nb)});
+  }
   scratch_.resize(scratch);
 }
 
@@ -139,9 +143,9 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.attn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
     });
-    matmul(L.wq, xn_.data(), c.n_embd, n, q_.data(), c.q_dim(), scratch_.data(), pool);
-    matmul(L.wk, xn_.data(), c.n_embd, n, k_.data(), c.kv_dim_k(), scratch_.data(), pool);
-    matmul(L.wv, xn_.data(), c.n_embd, n, v_.data(), c.kv_dim_v(), scratch_.data(), pool);
+    const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()}, {&L.wk, k_.data(), c.kv_dim_k()},
+                                {&L.wv, v_.data(), c.kv_dim_v()}};
+    matmul_multi(qkv, 3, xn_.data(), c.n_embd, n, scratch_.data(), pool);
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) {
         float* q = &q_[t * c.q_dim()];
@@ -168,8 +172,8 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.ffn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
     });
-    matmul(L.w_gate, xn_.data(), c.n_embd, n, gate_.data(), c.n_ff, scratch_.data(), pool);
-    matmul(L.w_up, xn_.data(), c.n_embd, n, up_.data(), c.n_ff, scratch_.data(), pool);
+    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}};
+    matmul_multi(gate_up, 2, xn_.data(), c.n_embd, n, scratch_.data(), pool);
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) swiglu(&gate_[t * c.n_ff], &up_[t * c.n_ff], &gate_[t * c.n_ff], c.n_ff);
     });

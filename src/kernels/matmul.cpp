@@ -49,9 +49,14 @@ uint8_t* PackedWeights::allocate(size_t n_bytes) {
 void prepare_weights(WeightMatrix& w, Isa isa) {
   const MatmulKernel* k = find_matmul_kernel(w.type, isa);
   if (!k) fail("no matmul kernel for weight type {}", type_name(w.type));
+  prepare_weights(w, *k);
+}
+
+void prepare_weights(WeightMatrix& w, const MatmulKernel& kernel) {
+  LUMEN_ASSERT(kernel.weight_type == w.type);
   auto packed = std::make_shared<PackedWeights>();
-  k->pack(w, *packed);
-  w.kernel = k;
+  kernel.pack(w, *packed);
+  w.kernel = &kernel;
   w.packed = std::move(packed);
 }
 

@@ -32,6 +32,8 @@ struct WeightMatrix {
 // Chooses the kernel for the matrix's type on `isa` and repacks the weights for it (once, at
 // load). matmul() on an unprepared matrix prepares a temporary copy for the active ISA.
 void prepare_weights(WeightMatrix& w, Isa isa);
+// The same with a chosen kernel (of w's type).
+void prepare_weights(WeightMatrix& w, const MatmulKernel& kernel);
 
 // Bytes of scratch matmul() needs for n_tokens activation rows of w.
 size_t matmul_scratch_size(const WeightMatrix& w, int64_t n_tokens);

@@ -61,6 +61,10 @@ const std::vector<const MatmulKernel*>& registered() {
 
 }  // namespace
 
+const MatmulKernel* find_f16_as_bf16_kernel(Isa isa) {
+  return static_cast<int>(isa) >= static_cast<int>(Isa::Avx512) ? &kMatmulF16AsBf16Avx512 : nullptr;
+}
+
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
   for (const MatmulKernel* k : registered())
     if (k->weight_type == type && static_cast<int>(k->isa) <= static_cast<int>(isa)) return k;

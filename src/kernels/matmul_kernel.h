@@ -57,4 +57,8 @@ struct MatmulKernel {
 // else the scalar reference kernel. nullptr when the type has no matmul support at all.
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 
+// The opt-in kernel that computes F16 weights as BF16 (vdpbf16ps), or nullptr when `isa` has no
+// BF16 dot product (it is never chosen by find_matmul_kernel: it changes the results).
+const MatmulKernel* find_f16_as_bf16_kernel(Isa isa);
+
 }  // namespace lumen

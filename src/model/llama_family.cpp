@@ -85,12 +85,22 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   out_rows_.resize(nb * c.n_embd);
   // Choose each matrix's kernel for this CPU and repack its weights, once.
   const Isa isa = active_isa();
+  const MatmulKernel* f16_kernel = nullptr;
+  if (options_.f16_as_bf16) {
+    f16_kernel = find_f16_as_bf16_kernel(isa);
+    if (!f16_kernel)
+      fail("computing F16 weights as BF16 needs the avx512 kernels (AVX-512 BF16); this run uses {}", isa_name(isa));
+  }
+  auto prepare = [&](WeightMatrix& m) {
+    if (f16_kernel && m.type == GgmlType::F16) prepare_weights(m, *f16_kernel);
+    else prepare_weights(m, isa);
+  };
   size_t scratch = 0;
-  prepare_weights(output_, isa);
+  prepare(output_);
   scratch = std::max(scratch, matmul_scratch_size(output_, nb));
   for (Layer& L : layers_) {
     for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      prepare_weights(*m, isa);
+      prepare(*m);
       scratch = std::max(scratch, matmul_scratch_size(*m, nb));
     }
     const WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};

@@ -10,6 +10,7 @@
 #include "engine/perplexity.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
+#include "kernels/isa.h"
 #include "model/model.h"
 #include "test_support.h"
 
@@ -25,12 +26,14 @@ struct Case {
   double logit_tol;       // teacher-forced |Δlogit| and |Δlogprob|
   double ppl_tol;         // relative
   double margin;          // greedy ids compared while recorded margin >= this
+  bool f16_as_bf16 = false;  // ModelOptions::f16_as_bf16 (checked with the BF16 tolerances)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.json_rel; }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string s = std::filesystem::path(info.param.json_rel).stem().string();
+  if (info.param.f16_as_bf16) s += "-as-bf16";
   for (char& c : s)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return s;
@@ -60,6 +63,8 @@ std::vector<Case> cases() {
   for (const Q& q : quant)
     v.push_back({std::string("quant-models/small256-") + q.name + ".json",
                  std::string("models/quant/small256-") + q.name + ".gguf", "", q.tol, q.ppl, q.margin});
+  // The F16 file computed as BF16 (the opt-in fast prefill) lands within BF16's tolerances.
+  v.push_back({"quant-models/small256-F16.json", "models/quant/small256-F16.gguf", "", 1e-2, 5e-4, 1e-2, true});
   v.push_back({"quant-models/small256-f32.json", "",
                "--preset small256 --type f32 --vocab-from STORIES --seed 0", 1e-3, 1e-4, 1e-4});
   return v;
@@ -91,6 +96,10 @@ class ModelReference : public testing::TestWithParam<Case> {
     ModelOptions opt;
     opt.n_threads = 2;
     opt.n_batch = 256;
+    if (c.f16_as_bf16) {
+      if (active_isa() != Isa::Avx512) GTEST_SKIP() << "F16 as BF16 needs the avx512 kernels";
+      opt.f16_as_bf16 = true;
+    }
     model_ = Model::load(file_, opt);
   }
   json ref_;

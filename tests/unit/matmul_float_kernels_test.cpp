@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
@@ -284,6 +285,48 @@ TEST(FloatKernelActivations, NanStaysNan) {
         EXPECT_TRUE(std::isnan(f)) << isa_name(isa) << " " << type_name(t);
       }
     }
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// The opt-in F16-as-BF16 kernel: exactly the BF16 kernel on the F16 weights rounded to BF16
+// (same packed values, same vdpbf16ps code), for decode- and prefill-sized batches and tails.
+TEST(F16AsBf16Kernel, EqualsTheBf16KernelOnRoundedWeights) {
+  if (!isa_supported(Isa::Avx512, cpu_features())) GTEST_SKIP() << "no AVX-512 BF16 here";
+  const MatmulKernel* k = find_f16_as_bf16_kernel(Isa::Avx512);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(find_f16_as_bf16_kernel(Isa::Avx2), nullptr);
+  EXPECT_NE(find_matmul_kernel(GgmlType::F16, Isa::Avx512), k);  // never the default
+  ThreadPool pool(2);
+  for (auto [n_in, n_out, n_tokens] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 1}, {130, 77, 3},
+                                       {257, 150, 13}, {512, 64, 40}}) {
+    SCOPED_TRACE(testing::Message() << n_in << "x" << n_out << ", " << n_tokens << " tokens");
+    Weights f16 = make_weights(GgmlType::F16, n_in, n_out, 5);
+    // The same weights as BF16 rows: each F16 value rounded to the nearest BF16.
+    Weights bf16;
+    bf16.w = f16.w;
+    bf16.w.type = GgmlType::BF16;
+    bf16.bytes.resize(f16.bytes.size());
+    for (size_t i = 0; i < f16.bytes.size(); i += 2) {
+      uint16_t h;
+      std::memcpy(&h, &f16.bytes[i], 2);
+      const uint16_t b = fp32_to_bf16(fp16_to_fp32(h));
+      std::memcpy(&bf16.bytes[i], &b, 2);
+    }
+    bf16.w.data = bf16.bytes.data();
+    prepare_weights(f16.w, *k);
+    prepare_weights(bf16.w, Isa::Avx512);
+    const std::vector<float> x = make_acts(n_in, n_tokens, 9);
+    std::vector<float> y(static_cast<size_t>(n_out * n_tokens)), y_ref(y.size());
+    std::vector<uint8_t> scratch(matmul_scratch_size(f16.w, n_tokens)), scratch_ref(matmul_scratch_size(bf16.w, n_tokens));
+    matmul(f16.w, x.data(), n_in, n_tokens, y.data(), n_out, scratch.data(), pool);
+    matmul(bf16.w, x.data(), n_in, n_tokens, y_ref.data(), n_out, scratch_ref.data(), pool);
+    EXPECT_EQ(y, y_ref);
+  }
 }
 
 }  // namespace

@@ -15,6 +15,9 @@ void ModelArgs::add_to(CLI::App* cmd) {
   cmd->add_option("-t,--threads", n_threads, "threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", n_ctx, "context size in tokens (default: the model's, at most 4096)");
   cmd->add_option("-b,--batch-size", n_batch, "most tokens per forward pass (default 512)");
+  cmd->add_flag("--f16-as-bf16", f16_as_bf16,
+                "compute F16 weights as BF16 (AVX-512 BF16 dot products): about 2x faster prefill, "
+                "BF16 accuracy instead of F16");
 }
 
 std::string ModelArgs::resolved_model_path() const {
@@ -39,6 +42,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   ModelOptions opt;
   opt.n_threads = args.n_threads;
   opt.n_batch = args.n_batch;
+  opt.f16_as_bf16 = args.f16_as_bf16;
   m->model = Model::load(m->file, opt);
   m->tokenizer = Tokenizer::from_gguf(*m->file);
   const int64_t train = m->model->config().n_ctx_train;

@@ -19,6 +19,7 @@ struct ModelArgs {
   int n_threads = 0;       // -t; 0 = all cores
   int64_t n_ctx = 0;       // -c; 0 = the model's training context, at most 4096
   int64_t n_batch = 512;   // -b
+  bool f16_as_bf16 = false;  // --f16-as-bf16
 
   void add_to(CLI::App* cmd);
   std::string resolved_model_path() const;

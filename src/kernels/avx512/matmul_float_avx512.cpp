@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "core/dtype.h"
 #include "kernels/matmul.h"
 
 namespace lumen {
@@ -83,6 +84,24 @@ void pack_bf16(const WeightMatrix& w, PackedWeights& out) {
       for (int64_t r = 0; r < rows; r++) {
         const auto* src = reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(p * kNR + r) * w.row_bytes);
         for (int64_t k = k0; k < k1; k++) pd[((k >> 1) * kNR + r) * 2 + (k & 1)] = src[k];
+      }
+    }
+  }
+}
+
+// F16 weights computed as BF16 (opt-in, see kMatmulF16AsBf16Avx512): the BF16 pair layout
+// above with each F16 value rounded to the nearest BF16 (via its exact F32 value).
+void pack_f16_as_bf16(const WeightMatrix& w, PackedWeights& out) {
+  const int64_t K = w.n_in, K2 = (K + 1) / 2, n_panels = (w.n_out + kNR - 1) / kNR;
+  auto* dst = reinterpret_cast<uint16_t*>(out.allocate(2 * static_cast<size_t>(n_panels * kNR * K2 * 2)));
+  for (int64_t p = 0; p < n_panels; p++) {
+    uint16_t* pd = dst + p * kNR * K2 * 2;
+    const int64_t rows = min64(kNR, w.n_out - p * kNR);
+    for (int64_t k0 = 0; k0 < K; k0 += 64) {
+      const int64_t k1 = min64(K, k0 + 64);
+      for (int64_t r = 0; r < rows; r++) {
+        const auto* src = reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(p * kNR + r) * w.row_bytes);
+        for (int64_t k = k0; k < k1; k++) pd[((k >> 1) * kNR + r) * 2 + (k & 1)] = fp32_to_bf16(fp16_to_fp32(src[k]));
       }
     }
   }
@@ -231,6 +250,9 @@ const MatmulKernel kMatmulF16Avx512 = {"f16/avx512", GgmlType::F16, Isa::Avx512,
                                        pack_f16, act_bytes_f32, convert_f16, compute<Src::F16>};
 const MatmulKernel kMatmulBf16Avx512 = {"bf16/avx512-bf16", GgmlType::BF16, Isa::Avx512, kNR,
                                         pack_bf16, act_bytes_bf16, convert_bf16, compute<Src::Bf16Pairs>};
+const MatmulKernel kMatmulF16AsBf16Avx512 = {"f16-as-bf16/avx512-bf16", GgmlType::F16, Isa::Avx512, kNR,
+                                             pack_f16_as_bf16, act_bytes_bf16, convert_bf16,
+                                             compute<Src::Bf16Pairs>};
 const MatmulKernel kMatmulF32Avx512 = {"f32/avx512", GgmlType::F32, Isa::Avx512, kNR,
                                        pack_f32, act_bytes_f32, convert_f32, compute<Src::F32>};
 

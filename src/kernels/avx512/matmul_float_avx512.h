@@ -15,6 +15,10 @@ extern const MatmulKernel kMatmulF16Avx512;
 // BF16 weights x activations rounded to BF16 with vdpbf16ps (pairs of exact bf16 products
 // accumulated in F32). Note vdpbf16ps treats BF16 subnormals as zero.
 extern const MatmulKernel kMatmulBf16Avx512;
+// F16 weights rounded to BF16 at load, x activations rounded to BF16, with vdpbf16ps: twice
+// the FP32 FMA rate for prefill, at BF16 accuracy (an opt-in: ModelOptions::f16_as_bf16; never
+// chosen by find_matmul_kernel).
+extern const MatmulKernel kMatmulF16AsBf16Avx512;
 // F32 weights x F32 activations.
 extern const MatmulKernel kMatmulF32Avx512;
 

@@ -65,6 +65,7 @@ TEST_F(BenchCli, JsonHasEveryFigure) {
   EXPECT_TRUE(j["ceilings"]["from_cache"].get<bool>());
   EXPECT_NEAR(j["decode_roofline_frac"].get<double>(), j["decode_gb_s"].get<double>() / 50.0, 1e-9);
   EXPECT_EQ(j["prefill_compute"], "fp32");  // F32 weights
+  EXPECT_EQ(j["kv_type"], "F16");            // the default, as llama-bench
   EXPECT_LE(j["itl_ms_p50"].get<double>(), j["itl_ms_p99"].get<double>());
   EXPECT_GE(j["ttft_ms"].get<double>(), j["prefill_ms"].get<double>());
   ASSERT_EQ(j["per_rep"].size(), 1u);
@@ -115,6 +116,16 @@ TEST_F(BenchCli, DecodeCanBeSkipped) {
   const json j = json::parse(r.out);
   EXPECT_GT(j["prefill_tok_s"].get<double>(), 0.0);
   EXPECT_EQ(j["decode_tok_s"].get<double>(), 0.0);
+}
+
+TEST_F(BenchCli, KvTypeOption) {
+  auto r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type f32 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["kv_type"], "F32");
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type q8");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {

@@ -34,6 +34,7 @@ struct BenchArgs {
   bool json = false;
   bool remeasure = false;
   std::string plot;
+  std::string kv_type = "f16";
 };
 
 // Progress on stderr: one self-overwriting line on a terminal, a line per phase otherwise.
@@ -148,6 +149,7 @@ void run_bench(const BenchArgs& a) {
   opt.n_prompt = a.n_prompt;
   opt.n_gen = a.n_gen;
   opt.n_reps = a.n_reps;
+  opt.kv_type = a.kv_type == "f32" ? GgmlType::F32 : GgmlType::F16;
   opt.bos = m->tokenizer->bos_id();
   if (opt.bos >= cfg.n_vocab) opt.bos = -1;
   const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
@@ -274,6 +276,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", a.n_reps, "repetitions; medians are reported (default 3)");
   cmd->add_flag("--json", a.json, "print one JSON object");
   cmd->add_option("--plot", a.plot, "write a roofline chart to this SVG file");
+  cmd->add_option("--kv-type", a.kv_type, "KV cache element type: f16 (default, as llama-bench) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   cmd->add_flag("--remeasure", a.remeasure,
                 "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
   cmd->callback([] { run_bench(a); });

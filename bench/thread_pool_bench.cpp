@@ -73,6 +73,7 @@ void BM_PoolRead(benchmark::State& state) {
 }
 BENCHMARK(BM_PoolRead)
     ->Args({1, 12 << 20, 16})
+    ->Args({1, 12 << 20, 1})
     ->Args({2, 12 << 20, 16})
     ->Args({2, 12 << 20, 2})
     ->Args({2, 64 << 20, 2})

@@ -6,7 +6,9 @@
 // (ActCorr::Int32), so that after the group
 //   acc = sum (v - 32) * a,   isum += scale * acc   (all exact int32),
 // and per block y += (d * da) * isum, the reference's float evaluation order.
-// A tile is 16 rows x T (1..4) tokens; every weight vector feeds T tokens.
+// Up to kTileTokens tokens (decode) a tile is 16 rows x T (1..4) tokens; every weight vector
+// feeds T tokens. More tokens (prefill): 2 row groups x 6 tokens, one scale group at a time
+// (for_gemm_tiles in matmul_q8k_avx512.h).
 #include "kernels/avx512/matmul_q6k_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
@@ -99,11 +101,103 @@ void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* a
   for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
 }
 
+// Weights of scale group 8h + 4P + kh (+2 when kB), elements 4k.. of 16 rows.
+template <int P, bool kB>
+LUMEN_KQ_INLINE __m512i slice_weights(const uint8_t* q, int h, int k) {
+  const __m512i m3f = _mm512_set1_epi8(0x3f);
+  if constexpr (P == 0) {
+    return _mm512_and_si512(value_bytes(q, h, k, kB ? 1 : 0), m3f);
+  } else if constexpr (kB) {
+    return _mm512_and_si512(value_bytes(q, h, k, 2), m3f);
+  } else {
+    const __m512i b0 = value_bytes(q, h, k, 0), b1 = value_bytes(q, h, k, 1), b2 = value_bytes(q, h, k, 2);
+    const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(b0, 6), _mm512_srli_epi16(b1, 4),
+                                                  _mm512_set1_epi8(0x03), 0xE4);
+    return _mm512_and_si512(_mm512_ternarylogic_epi32(lo4, _mm512_srli_epi16(b2, 2), _mm512_set1_epi8(0x0f), 0xE4),
+                            m3f);
+  }
+}
+
+// One scale group of the GEMM tile: isum[g][t] += scale * (group dot of row group g, token t).
+template <int G, int T, int P, bool kB>
+LUMEN_KQ_INLINE void gemm_slice(const uint8_t* const q[G], const uint8_t* const m[G], const uint8_t* const a[T],
+                                int h, int kh, __m512i isum[G][T]) {
+  const int gi = 8 * h + 4 * P + kh + (kB ? 2 : 0);
+  __m512i acc[G][T];
+  for (int t = 0; t < T; t++) {
+    const __m512i c = bcast32(a[t] + kActCorr + 4 * gi);
+    for (int g = 0; g < G; g++) acc[g][t] = c;
+  }
+  for (int kk = 0; kk < 4; kk++) {
+    const int k = 4 * kh + kk;
+    __m512i w[G];
+    for (int g = 0; g < G; g++) w[g] = slice_weights<P, kB>(q[g], h, k);
+    const int e = 128 * h + 64 * P + 4 * k + (kB ? 32 : 0);
+    for (int t = 0; t < T; t++) {
+      const __m512i av = bcast32(a[t] + e);
+      for (int g = 0; g < G; g++) acc[g][t] = _mm512_dpbusd_epi32(acc[g][t], w[g], av);
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    const __m512i sc = group_scales(m[g], gi);
+    for (int t = 0; t < T; t++) isum[g][t] = _mm512_add_epi32(isum[g][t], _mm512_mullo_epi32(acc[g][t], sc));
+  }
+  pin<G, T>(isum);
+}
+
+// The many-token tile: G row groups (at main + g * gbytes) x T tokens.
+template <int G, int T>
+void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
+               int64_t ldy, int64_t row0, int64_t r1) {
+  alignas(64) float facc[G][T][16] = {};
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* q[G];
+    const uint8_t* m[G];
+    for (int g = 0; g < G; g++) {
+      q[g] = main + gbytes * g + kMain * static_cast<size_t>(b);
+      m[g] = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
+    }
+    const uint8_t* a[T];
+    for (int t = 0; t < T; t++) a[t] = act + stride * t + kBB * static_cast<size_t>(b);
+    __m512i isum[G][T];
+    for (int g = 0; g < G; g++)
+      for (int t = 0; t < T; t++) isum[g][t] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++)
+      for (int kh = 0; kh < 2; kh++) {
+        gemm_slice<G, T, 0, false>(q, m, a, h, kh, isum);
+        gemm_slice<G, T, 0, true>(q, m, a, h, kh, isum);
+        gemm_slice<G, T, 1, false>(q, m, a, h, kh, isum);
+        gemm_slice<G, T, 1, true>(q, m, a, h, kh, isum);
+      }
+    for (int g = 0; g < G; g++) {
+      const __m512 d = load_f16x16(m[g] + 16 * kRows);
+      for (int t = 0; t < T; t++) {
+        __m512 f = _mm512_load_ps(facc[g][t]);
+        f = _mm512_add_ps(f, mul_rounded(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[g][t])));
+        _mm512_store_ps(facc[g][t], f);
+      }
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    const int64_t left = r1 - row0 - kRows * g;
+    if (left <= 0) break;
+    const __mmask16 mask = row_mask(left < kRows ? static_cast<int>(left) : kRows);
+    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + kRows * g, mask, _mm512_load_ps(facc[g][t]));
+  }
+}
+
 void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
              int64_t ldy, int64_t r0, int64_t r1) {
   const int64_t nb = w.n_in / kBlock;
   const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
   const uint8_t* base = w.packed.get()->data;
+  if (n_tokens > kTileTokens) {
+    for_gemm_tiles(r0, r1, n_tokens, gbytes, [&]<int G, int T>(int64_t g, int64_t t) {
+      gemm_tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride,
+                      y + g * kRows + ldy * t, ldy, g * kRows, r1);
+    });
+    return;
+  }
   for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
     const uint8_t* main = base + gbytes * static_cast<size_t>(g);
     const uint8_t* meta = main + kMain * static_cast<size_t>(nb);

@@ -44,6 +44,22 @@ LUMEN_KQ_INLINE __m512 mul_rounded(__m512 a, __m512 b) {
   return p;
 }
 
+// A zero register from its own dependency-breaking xor (renamed away, no execution): GCC would
+// otherwise copy one shared zero register into each accumulator with a vector move.
+LUMEN_KQ_INLINE __m512i zero_idiom() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
+}
+
+// Makes GCC compute v[G][T] here: without it GCC sinks the per-sub-block scale multiplies to
+// the end of the block and spills every sub-block's raw sums until then.
+template <int G, int T>
+LUMEN_KQ_INLINE void pin(__m512i (*v)[T]) {
+  for (int g = 0; g < G; g++)
+    for (int t = 0; t < T; t++) asm("" : "+v"(v[g][t]));
+}
+
 // 16 fp16 values at p as floats.
 LUMEN_KQ_INLINE __m512 load_f16x16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -100,6 +116,45 @@ LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t 
           break;
       }
     }
+  }
+}
+
+// GEMM tile of the many-token path (n_tokens > kTileTokens): kGemmGroups row groups x
+// kGemmTokens tokens. The kernels run it one scale sub-block at a time, so only the sub-block's
+// int32 sums (G*T) and the block's scaled sums (G*T) live in registers; scales and the float
+// accumulators stay in memory, read once per sub-block / block. 2 x 6 = 24 accumulators: every
+// weight vector feeds 6 tokens and every activation broadcast 2 row groups.
+inline constexpr int kGemmGroups = 2;
+inline constexpr int kGemmTokens = 6;
+
+// Calls fn.template operator()<N>() for the N in 1..kMax equal to n (nothing for other n).
+template <int kMax, class Fn>
+LUMEN_KQ_INLINE void with_count(int64_t n, Fn&& fn) {
+  if constexpr (kMax > 0) {
+    if (n == kMax) fn.template operator()<kMax>();
+    else with_count<kMax - 1>(n, fn);
+  }
+}
+
+// Runs tile.template operator()<G, T>(g, t0) over the row groups g of rows [r0, r1) in steps
+// of kGemmGroups (the last step may be narrower) and the token tiles of [0, n_tokens)
+// (kGemmTokens each, then the remainder). Groups go in L2-sized batches as in for_tiles.
+template <class F>
+LUMEN_KQ_INLINE void for_gemm_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
+  const int64_t g_end = (r1 + 15) / 16;
+  int64_t batch =
+      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
+  batch = (batch + kGemmGroups - 1) / kGemmGroups * kGemmGroups;
+  for (int64_t gb = r0 / 16; gb < g_end; gb += batch) {
+    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
+    auto groups = [&]<int T>(int64_t t) {
+      int64_t g = gb;
+      for (; g + kGemmGroups <= ge; g += kGemmGroups) tile.template operator()<kGemmGroups, T>(g, t);
+      with_count<kGemmGroups - 1>(ge - g, [&]<int G>() { tile.template operator()<G, T>(g, t); });
+    };
+    int64_t t = 0;
+    for (; t + kGemmTokens <= n_tokens; t += kGemmTokens) groups.template operator()<kGemmTokens>(t);
+    with_count<kGemmTokens - 1>(n_tokens - t, [&]<int T>() { groups.template operator()<T>(t); });
   }
 }
 

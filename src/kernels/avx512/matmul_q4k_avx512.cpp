@@ -161,6 +161,19 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
     for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
     __m512i sc[G][8], mp[G][4];
     for (int g = 0; g < G; g++) unpack_k4_scales(m[g], sc[g], mp[g]);
+    // The minimum terms (dmin * da) * msum need no dot products: computed first, off the
+    // critical path at the block's end, and kept in memory.
+    alignas(64) float mterm[G][T][16];
+    for (int g = 0; g < G; g++) {
+      const __m512 dmin = load_f16x16(m[g] + 14 * kRows);
+      for (int t = 0; t < T; t++) {
+        __m512i msum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++)
+          msum = _mm512_dpwssd_epi32(msum, mp[g][p], bcast32(a[t] + kActBsums32 + 4 * p));
+        _mm512_store_ps(mterm[g][t],
+                        mul_rounded(_mm512_mul_ps(dmin, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(msum)));
+      }
+    }
     __m512i isum[G][T];
     for (int g = 0; g < G; g++)
       for (int t = 0; t < T; t++) isum[g][t] = _mm512_setzero_si512();
@@ -174,15 +187,11 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
     gemm_sub<kQ5, G, T, 3, 1>(q, a, sc, isum);
     for (int g = 0; g < G; g++) {
       const __m512 d = load_f16x16(m[g] + 12 * kRows);
-      const __m512 dmin = load_f16x16(m[g] + 14 * kRows);
       for (int t = 0; t < T; t++) {
-        __m512i msum = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++)
-          msum = _mm512_dpwssd_epi32(msum, mp[g][p], bcast32(a[t] + kActBsums32 + 4 * p));
         const __m512 da = bcast_f32(a[t] + kActD);
         __m512 f = _mm512_load_ps(facc[g][t]);
         f = _mm512_add_ps(f, mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[g][t])));
-        f = _mm512_sub_ps(f, mul_rounded(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(msum)));
+        f = _mm512_sub_ps(f, _mm512_load_ps(mterm[g][t]));
         _mm512_store_ps(facc[g][t], f);
       }
     }

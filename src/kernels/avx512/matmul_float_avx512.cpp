@@ -73,7 +73,9 @@ void pack_f16(const WeightMatrix& w, PackedWeights& out) { pack_kmajor<uint16_t>
 
 // BF16: panel p, pair j, row r, half h -> element ((p * K2 + j) * kNR + r) * 2 + h; an odd
 // n_in leaves the last pair's second half zero (the activations pad it with zero too).
-void pack_bf16(const WeightMatrix& w, PackedWeights& out) {
+// to_bf16_bits maps a stored 16-bit value to the BF16 bits to pack.
+template <uint16_t (*to_bf16_bits)(uint16_t)>
+void pack_bf16_pairs(const WeightMatrix& w, PackedWeights& out) {
   const int64_t K = w.n_in, K2 = (K + 1) / 2, n_panels = (w.n_out + kNR - 1) / kNR;
   auto* dst = reinterpret_cast<uint16_t*>(out.allocate(2 * static_cast<size_t>(n_panels * kNR * K2 * 2)));
   for (int64_t p = 0; p < n_panels; p++) {
@@ -83,29 +85,18 @@ void pack_bf16(const WeightMatrix& w, PackedWeights& out) {
       const int64_t k1 = min64(K, k0 + 64);
       for (int64_t r = 0; r < rows; r++) {
         const auto* src = reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(p * kNR + r) * w.row_bytes);
-        for (int64_t k = k0; k < k1; k++) pd[((k >> 1) * kNR + r) * 2 + (k & 1)] = src[k];
+        for (int64_t k = k0; k < k1; k++) pd[((k >> 1) * kNR + r) * 2 + (k & 1)] = to_bf16_bits(src[k]);
       }
     }
   }
 }
 
-// F16 weights computed as BF16 (opt-in, see kMatmulF16AsBf16Avx512): the BF16 pair layout
-// above with each F16 value rounded to the nearest BF16 (via its exact F32 value).
-void pack_f16_as_bf16(const WeightMatrix& w, PackedWeights& out) {
-  const int64_t K = w.n_in, K2 = (K + 1) / 2, n_panels = (w.n_out + kNR - 1) / kNR;
-  auto* dst = reinterpret_cast<uint16_t*>(out.allocate(2 * static_cast<size_t>(n_panels * kNR * K2 * 2)));
-  for (int64_t p = 0; p < n_panels; p++) {
-    uint16_t* pd = dst + p * kNR * K2 * 2;
-    const int64_t rows = min64(kNR, w.n_out - p * kNR);
-    for (int64_t k0 = 0; k0 < K; k0 += 64) {
-      const int64_t k1 = min64(K, k0 + 64);
-      for (int64_t r = 0; r < rows; r++) {
-        const auto* src = reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(p * kNR + r) * w.row_bytes);
-        for (int64_t k = k0; k < k1; k++) pd[((k >> 1) * kNR + r) * 2 + (k & 1)] = fp32_to_bf16(fp16_to_fp32(src[k]));
-      }
-    }
-  }
-}
+uint16_t bf16_as_is(uint16_t b) { return b; }
+// F16 computed as BF16 (the opt-in kMatmulF16AsBf16Avx512): the nearest BF16 of its exact F32 value.
+uint16_t f16_to_bf16(uint16_t h) { return fp32_to_bf16(fp16_to_fp32(h)); }
+
+void pack_bf16(const WeightMatrix& w, PackedWeights& out) { pack_bf16_pairs<bf16_as_is>(w, out); }
+void pack_f16_as_bf16(const WeightMatrix& w, PackedWeights& out) { pack_bf16_pairs<f16_to_bf16>(w, out); }
 
 // ---- activations ------------------------------------------------------------------------
 

@@ -21,10 +21,13 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-// The activation format a weight type's dot product runs on decides the compute ceiling.
-std::string compute_kind_of(GgmlType t) {
+// The activation format a weight type's dot product runs on decides the compute ceiling. F16
+// weights are widened to F32 for FP32 FMAs (exact products, as llama.cpp), unless computed as
+// BF16 (ModelOptions::f16_as_bf16).
+std::string compute_kind_of(GgmlType t, bool f16_as_bf16) {
   if (t == GgmlType::F32) return "fp32";
-  if (t == GgmlType::F16 || t == GgmlType::BF16) return "bf16";
+  if (t == GgmlType::BF16 || (t == GgmlType::F16 && f16_as_bf16)) return "bf16";
+  if (t == GgmlType::F16) return "fp32";
   const GgmlType a = type_traits(t).vec_dot_type;
   if (a == GgmlType::Q8_0 || a == GgmlType::Q8_1 || a == GgmlType::Q8_K) return "int8";
   return "fp32";
@@ -49,7 +52,8 @@ std::string ModelCost::type_mix_string() const {
   return s;
 }
 
-ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type) {
+ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type,
+                     bool f16_as_bf16) {
   ModelCost m;
   m.n_layer = c.n_layer;
   m.n_head = c.n_head;
@@ -72,7 +76,7 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
     if (t.name == "token_embd.weight") {
       if (m.tied_output) {
         m.output_params = n;
-        matmul_bytes_by_kind[compute_kind_of(t.type)] += static_cast<double>(t.n_bytes);
+        matmul_bytes_by_kind[compute_kind_of(t.type, f16_as_bf16)] += static_cast<double>(t.n_bytes);
       } else {
         // One row looked up per token, not counted by Model::weight_bytes().
         m.weight_bytes_per_token += static_cast<double>(row_size(t.type, t.ne[0]));
@@ -81,7 +85,7 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
     }
     if (t.name == "output.weight") m.output_params = n;
     else m.matmul_params += n;
-    matmul_bytes_by_kind[compute_kind_of(t.type)] += static_cast<double>(t.n_bytes);
+    matmul_bytes_by_kind[compute_kind_of(t.type, f16_as_bf16)] += static_cast<double>(t.n_bytes);
   }
   for (const auto& [type, share] : mix) m.type_mix.push_back(share);
   std::stable_sort(m.type_mix.begin(), m.type_mix.end(), [](const TypeShare& a, const TypeShare& b) { return a.bytes > b.bytes; });

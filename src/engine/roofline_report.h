@@ -14,9 +14,10 @@
 //                         2 x 2 x n_layer x n_head x head_dim x p^2 / 2;
 //   prefill bytes       = weight bytes once per batch of n_batch tokens (for its intensity).
 // The compute ceiling of prefill is the int8 (VNNI) peak for weights whose dot products are
-// integer (legacy and K-quants, through 8-bit activations), BF16 for F16/BF16 weights
-// (estimated as 2x FP32 where the CPU has AVX-512 BF16, since the roofline does not measure it),
-// FP32 otherwise; the type holding most of the matmul bytes decides.
+// integer (legacy and K-quants, through 8-bit activations), BF16 for BF16 weights and for F16
+// computed as BF16 (estimated as 2x FP32 where the CPU has AVX-512 BF16, since the roofline does
+// not measure it), FP32 otherwise (F32, and F16 widened for exact FP32 FMAs); the type holding
+// most of the matmul bytes decides.
 #pragma once
 
 #include <cstddef>
@@ -51,7 +52,8 @@ struct ModelCost {
 };
 
 // `model_weight_bytes` is Model::weight_bytes() (every matrix except an untied embedding table).
-ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type);
+ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type,
+                     bool f16_as_bf16 = false);
 
 struct PhasePoint {
   std::string name;          // "decode" / "prefill"

@@ -227,7 +227,8 @@ TEST(RooflineReport, ModelCostCountsMatricesAndTheEmbeddingRow) {
   EXPECT_EQ(c.type_mix[0].type, GgmlType::Q6_K);  // most bytes first
   EXPECT_NE(c.type_mix_string().find("Q8_0 x2"), std::string::npos) << c.type_mix_string();
 
-  // Tied: the embedding table is the output matrix; F16 weights are judged against BF16.
+  // Tied: the embedding table is the output matrix. F16 weights run on FP32 FMAs, unless
+  // computed as BF16.
   auto g = file_with({fake_tensor("token_embd.weight", GgmlType::F16, 64, 100),
                       fake_tensor("blk.0.attn_q.weight", GgmlType::F16, 64, 64)},
                      &bytes);
@@ -235,7 +236,8 @@ TEST(RooflineReport, ModelCostCountsMatricesAndTheEmbeddingRow) {
   EXPECT_TRUE(t.tied_output);
   EXPECT_DOUBLE_EQ(t.output_params, 6400.0);
   EXPECT_DOUBLE_EQ(t.weight_bytes_per_token, 1000.0);
-  EXPECT_EQ(t.compute_kind, "bf16");
+  EXPECT_EQ(t.compute_kind, "fp32");
+  EXPECT_EQ(model_cost(*g, cfg, 1000, GgmlType::F32, /*f16_as_bf16=*/true).compute_kind, "bf16");
 }
 
 TEST(RooflineReport, SvgIsAWellFormedChartWithTheExpectedParts) {

@@ -155,7 +155,7 @@ void run_bench(const BenchArgs& a) {
   const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
   progress.done();
 
-  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type);
+  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type, margs.f16_as_bf16);
   const BenchShape shape{a.n_prompt, a.n_gen, model.n_batch()};
   const RooflineReport rr = analyze_roofline(cost, shape, res.prefill_tok_s, res.decode_tok_s, machine);
   const std::string model_name = name_of(*m->file, path);

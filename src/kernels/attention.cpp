@@ -23,8 +23,9 @@ size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t m
   const int64_t rows = n_q * group;
   const int64_t dk = round16(p.head_dim_k), dv = round16(p.head_dim_v);
   // SIMD tiles: per query row its output accumulator, max and sum; one key block widened to
-  // F32; the block's probabilities; 4 x 64 row pointers (2 floats each); alignment slack.
-  const int64_t simd = rows * dv + 2 * round16(rows) + kAttentionKeyBlock * (dk + dv) + kAttentionKeyBlock +
+  // F32; the block's probabilities for up to 4 rows; 4 x 64 row pointers (2 floats each);
+  // alignment slack.
+  const int64_t simd = rows * dv + 2 * round16(rows) + kAttentionKeyBlock * (dk + dv) + 4 * kAttentionKeyBlock +
                        4 * kAttentionKeyBlock * 2 + 64;
   // Reference: every score of one query row, its output row, 2 x 64 row pointers.
   const int64_t ref = round16(max_kv) + dv + 2 * kAttentionKeyBlock * 2 + 64;

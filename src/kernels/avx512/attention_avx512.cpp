@@ -1,11 +1,12 @@
 // AVX-512 attention tile (kernels/attention.h): keys in blocks of 64 positions, online softmax
-// per query row. For each block the K/V rows of the tile's KV head are fetched and staged once
-// (widened to F32 when the cache holds F16, zero-padded to 16 floats) and used by every query
-// row of the tile. Scores come 16 keys at a time: 16 dot-product accumulators over the head
-// dimension, folded into one vector of 16 scores by a fixed shuffle tree. Every step a row
-// takes depends only on that row (its query, its key count), never on the other rows of the
-// tile, so a query gets the same bits in decode and in prefill. Free of library inline code
-// (no std:: containers or algorithms).
+// per query row. For each block the K/V slices of the tile's KV head are fetched and staged once
+// (widened to F32 when the cache holds F16): K transposed (a row of 64 keys per dimension), V
+// row-major. A query's heads of the group are then processed up to 4 at a time: every K and V
+// load feeds up to 4 rows, and scores come out 64 keys at a time with no horizontal sums.
+// Every step a row takes depends only on that row (its query, its key count) and on which
+// chunk of its group it is in, never on the other queries of the tile, so a query gets the
+// same bits in decode and in prefill. Free of library inline code (no std:: containers or
+// algorithms).
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined; silence that here, before the headers are read.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -23,125 +24,160 @@ using avx512::tail_mask;
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// v[0..15] -> one vector whose lane j is the sum of v[j]'s lanes.
-inline __m512 fold16(const __m512* v) {
-  __m512 w[8];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++)
-    w[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-  __m512 u[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; i++) {
-    const __m512d x = _mm512_castps_pd(w[2 * i]), y = _mm512_castps_pd(w[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 struct Row {  // one query row's running state
   float* o;   // output accumulator, dvp floats
   float* m;   // running max
   float* l;   // running sum of exp
 };
 
-// Adds keys [0, nk) of the current block to one query row. The block's K and V rows are staged
-// in kbuf / vbuf, dkp / dvp floats apart (multiples of 16, zero-padded), so row j's chunk c is
-// at a fixed offset: with kDkp a compile-time constant (0: use dkp) the 16 key rows of a
-// sub-block are addressed from one base register.
-template <int64_t kDkp>
-void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float scale, const float* kbuf,
-               const float* vbuf, int64_t nk, const Row& r, float* pbuf) {
-  const int64_t dkp = kDkp ? kDkp : dkp_rt;
-  __m512 s[kAttentionKeyBlock / 16];
-  __m512 mx = _mm512_set1_ps(-__builtin_inff());
-  const int64_t n_sub = (nk + 15) / 16;
-  for (int64_t sb = 0; sb < n_sub; sb++) {
-    // Keys past nk read stale (finite or zero) rows of the staging buffer; their lanes are
-    // masked to -inf below and never reach the output.
-    const float* kb = kbuf + sb * 16 * dkp;
-    __m512 acc[16];
-#pragma GCC unroll 16
-    for (int jj = 0; jj < 16; jj++) acc[jj] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < dkp; c += 16) {
-      const __m512 qc = _mm512_maskz_loadu_ps(tail_mask(dk - c), q + c);
-#pragma GCC unroll 16
-      for (int jj = 0; jj < 16; jj++) acc[jj] = _mm512_fmadd_ps(qc, _mm512_load_ps(kb + jj * dkp + c), acc[jj]);
+// 16 rows of 16 floats (in[i]) -> their transpose (out[j] lane i = in[i] lane j).
+inline void transpose16(__m512* r) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    for (int h = 0; h < 2; h++) {
+      const __m512d a = _mm512_castps_pd(t[4 * i + h]), b = _mm512_castps_pd(t[4 * i + 2 + h]);
+      r[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));      // column 2h of each lane
+      r[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));  // column 2h + 1
     }
-    const __mmask16 valid = tail_mask(nk - sb * 16);
-    s[sb] = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-__builtin_inff()), _mm512_mul_ps(fold16(acc), _mm512_set1_ps(scale)));
-    mx = _mm512_max_ps(mx, s[sb]);
   }
-  const float m_old = *r.m;
-  const float bm = avx512::hmax(mx);
-  const float m_new = m_old > bm ? m_old : bm;
-  const float alpha = avx512::exp1(m_old - m_new);  // 0 on the first block (m_old = -inf)
-  const __m512 vm = _mm512_set1_ps(m_new);
-  __m512 psum = _mm512_setzero_ps();
-  for (int64_t sb = 0; sb < n_sub; sb++) {
-    const __m512 pv = avx512::exp(_mm512_sub_ps(s[sb], vm));
-    psum = _mm512_add_ps(psum, pv);
-    _mm512_store_ps(pbuf + 16 * sb, pv);
+  // r[4i + k] now holds, for rows 4i..4i+3, columns {k, k+4, k+8, k+12} in its four 128-bit lanes.
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    const __m512 a0 = _mm512_shuffle_f32x4(r[k], r[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 a1 = _mm512_shuffle_f32x4(r[k], r[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 b0 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 b1 = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], _MM_SHUFFLE(3, 1, 3, 1));
+    t[k] = _mm512_shuffle_f32x4(a0, b0, _MM_SHUFFLE(2, 0, 2, 0));       // column k
+    t[8 + k] = _mm512_shuffle_f32x4(a0, b0, _MM_SHUFFLE(3, 1, 3, 1));   // column k + 8
+    t[4 + k] = _mm512_shuffle_f32x4(a1, b1, _MM_SHUFFLE(2, 0, 2, 0));   // column k + 4
+    t[12 + k] = _mm512_shuffle_f32x4(a1, b1, _MM_SHUFFLE(3, 1, 3, 1));  // column k + 12
   }
-  *r.l = *r.l * alpha + avx512::hsum(psum);
-  *r.m = m_new;
-  // o = o * alpha + sum_j p_j v_j, 64 floats of the head at a time; even and odd keys go to
-  // separate accumulators (eight FMA chains), summed at the end.
-  const __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+// R query rows (1..4: heads of one query that share this KV head) against the staged block of
+// nk keys. K is staged transposed (kt: dk rows of 64 keys), V row-major (vbuf: nk rows of dvp).
+// Scores: for each dimension d, the 4 vectors of 64 keys meet every row's q[d] broadcast, so a
+// K load serves R rows and no horizontal sums are needed. Every row's operations are the same
+// whatever the other rows are, and a query's heads are always split into the same R-chunks, so
+// results do not depend on the tile (decode = prefill, bit for bit).
+template <int R>
+void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kt, const float* vbuf,
+                int64_t nk, const Row* rows, float* pbuf) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  __m512 acc[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int sb = 0; sb < 4; sb++) acc[r][sb] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dk; d++) {
+    const float* kd = kt + d * B;
+    const __m512 k0 = _mm512_load_ps(kd), k1 = _mm512_load_ps(kd + 16), k2 = _mm512_load_ps(kd + 32),
+                 k3 = _mm512_load_ps(kd + 48);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      const __m512 qd = _mm512_set1_ps(q[r][d]);
+      acc[r][0] = _mm512_fmadd_ps(qd, k0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(qd, k1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(qd, k2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(qd, k3, acc[r][3]);
+    }
+  }
+  const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
+  __m512 alpha[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++) {
+    // Keys past nk hold stale staged values: their lanes become -inf and never reach the output.
+    __m512 mx = ninf;
+#pragma GCC unroll 4
+    for (int sb = 0; sb < 4; sb++) {
+      const __mmask16 valid = nk > 16 * sb ? avx512::tail_mask(nk - 16 * sb) : static_cast<__mmask16>(0);
+      acc[r][sb] = _mm512_mask_blend_ps(valid, ninf, _mm512_mul_ps(acc[r][sb], vscale));
+      mx = _mm512_max_ps(mx, acc[r][sb]);
+    }
+    const float m_old = *rows[r].m;
+    const float bm = avx512::hmax(mx);
+    const float m_new = m_old > bm ? m_old : bm;
+    alpha[r] = _mm512_set1_ps(avx512::exp1(m_old - m_new));  // 0 on the first block (m_old = -inf)
+    const __m512 vm = _mm512_set1_ps(m_new);
+    __m512 psum = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int sb = 0; sb < 4; sb++) {
+      const __m512 pv = avx512::exp(_mm512_sub_ps(acc[r][sb], vm));
+      psum = _mm512_add_ps(psum, pv);
+      _mm512_store_ps(pbuf + r * B + 16 * sb, pv);
+    }
+    *rows[r].l = *rows[r].l * _mm512_cvtss_f32(alpha[r]) + avx512::hsum(psum);
+    *rows[r].m = m_new;
+  }
+  // o = o * alpha + sum_j p_j v_j, 64 floats of the head at a time; each V load serves R rows.
   for (int64_t c0 = 0; c0 < dvp; c0 += 64) {
     const int64_t n_vec = (dvp - c0) / 16 < 4 ? (dvp - c0) / 16 : 4;
-    __m512 e[4], f[4];
+    __m512 e[R][4];
 #pragma GCC unroll 4
-    for (int x = 0; x < 4; x++) {
-      e[x] = x < n_vec ? _mm512_mul_ps(_mm512_load_ps(r.o + c0 + 16 * x), va) : va;
-      f[x] = _mm512_setzero_ps();
-    }
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; x++) e[r][x] = x < n_vec ? _mm512_mul_ps(_mm512_load_ps(rows[r].o + c0 + 16 * x), alpha[r]) : alpha[r];
     const float* v = vbuf + c0;
-    int64_t j = 0;
-    for (; j + 2 <= nk; j += 2, v += 2 * dvp) {
-      const __m512 p0 = _mm512_set1_ps(pbuf[j]), p1 = _mm512_set1_ps(pbuf[j + 1]);
+    for (int64_t j = 0; j < nk; j++, v += dvp) {
+      __m512 vv[4];
 #pragma GCC unroll 4
-      for (int x = 0; x < 4; x++)
-        if (x < n_vec) {
-          e[x] = _mm512_fmadd_ps(p0, _mm512_load_ps(v + 16 * x), e[x]);
-          f[x] = _mm512_fmadd_ps(p1, _mm512_load_ps(v + dvp + 16 * x), f[x]);
-        }
-    }
-    if (j < nk) {
-      const __m512 p0 = _mm512_set1_ps(pbuf[j]);
+      for (int x = 0; x < 4; x++) vv[x] = x < n_vec ? _mm512_load_ps(v + 16 * x) : _mm512_setzero_ps();
 #pragma GCC unroll 4
-      for (int x = 0; x < 4; x++)
-        if (x < n_vec) e[x] = _mm512_fmadd_ps(p0, _mm512_load_ps(v + 16 * x), e[x]);
+      for (int r = 0; r < R; r++) {
+        const __m512 pj = _mm512_set1_ps(pbuf[r * B + j]);
+#pragma GCC unroll 4
+        for (int x = 0; x < 4; x++)
+          if (x < n_vec) e[r][x] = _mm512_fmadd_ps(pj, vv[x], e[r][x]);
+      }
     }
 #pragma GCC unroll 4
-    for (int x = 0; x < 4; x++)
-      if (x < n_vec) _mm512_store_ps(r.o + c0 + 16 * x, _mm512_add_ps(e[x], f[x]));
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+      for (int x = 0; x < 4; x++)
+        if (x < n_vec) _mm512_store_ps(rows[r].o + c0 + 16 * x, e[r][x]);
   }
 }
 
-using RowBlockFn = void (*)(const float*, int64_t, int64_t, int64_t, float, const float*, const float*, int64_t,
-                            const Row&, float*);
+using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, const float*, const float*, int64_t,
+                             const Row*, float*);
+constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
-RowBlockFn row_block_for(int64_t dkp) {
-  switch (dkp) {
-    case 64: return row_block<64>;
-    case 128: return row_block<128>;
-    default: return row_block<0>;
+// 16 values of a row at src (halves or floats; n of them, zero beyond) as floats.
+inline __m512 load_row16(const uint16_t* src, int64_t n) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(avx512::tail_mask(n), src));
+}
+inline __m512 load_row16(const float* src, int64_t n) { return _mm512_maskz_loadu_ps(avx512::tail_mask(n), src); }
+
+// Stages keys [0, nb) of the block: K transposed into kt (dk rows of 64 keys; keys past nb are
+// zero), V row-major into vbuf (rows of dvp floats, zero-padded).
+template <typename T>
+void stage_block(const uint8_t* const* k_rows, const uint8_t* const* v_rows, int64_t nb, int64_t hk, int64_t dk,
+                 int64_t dv, int64_t dvp, float* kt, float* vbuf) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  __m512 r[16];
+  for (int64_t j0 = 0; j0 < B; j0 += 16) {
+    for (int64_t c = 0; c < dk; c += 16) {
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++)
+        r[i] = j0 + i < nb ? load_row16(reinterpret_cast<const T*>(k_rows[j0 + i]) + hk * dk + c, dk - c)
+                           : _mm512_setzero_ps();
+      transpose16(r);
+      const int64_t rows = dk - c < 16 ? dk - c : 16;
+      for (int64_t i = 0; i < rows; i++) _mm512_store_ps(kt + (c + i) * B + j0, r[i]);
+    }
   }
-}
-
-// n values at src (halves or floats) -> floats at dst, zero-padded to a multiple of 16.
-void stage(const uint16_t* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16)
-    _mm512_store_ps(dst + i, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n - i), src + i)));
-}
-
-void stage(const float* src, float* dst, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) _mm512_store_ps(dst + i, _mm512_maskz_loadu_ps(tail_mask(n - i), src + i));
+  for (int64_t j = 0; j < nb; j++) {
+    const T* src = reinterpret_cast<const T*>(v_rows[j]) + hk * dv;
+    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, load_row16(src + c, dv - c));
+  }
 }
 
 }  // namespace
@@ -158,12 +194,11 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   float* o = base;                      // n_rows x dvp
   float* mx = o + n_rows * dvp;         // n_rows
   float* ls = mx + round16(n_rows);     // n_rows
-  float* kbuf = ls + round16(n_rows);   // B x dkp
-  float* vbuf = kbuf + B * dkp;         // B x dvp
-  float* pbuf = vbuf + B * dvp;         // B
-  auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + B);
+  float* kt = ls + round16(n_rows);     // dkp x B (K transposed)
+  float* vbuf = kt + B * dkp;           // B x dvp
+  float* pbuf = vbuf + B * dvp;         // 4 x B
+  auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + 4 * B);
   const uint8_t** v_rows = k_rows + B;
-  const RowBlockFn row_fn = row_block_for(dkp);
 
   int64_t max_kv = 0;
   for (int64_t i = 0; i < qs.n_q; i++) max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
@@ -176,24 +211,24 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   for (int64_t j0 = 0; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
     kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
-    // This KV head's slice of every row of the block, widened to F32 and padded, once for all
-    // the tile's query rows.
-    for (int64_t j = 0; j < nb; j++) {
-      if (f16) {
-        stage(reinterpret_cast<const uint16_t*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
-        stage(reinterpret_cast<const uint16_t*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
-      } else {
-        stage(reinterpret_cast<const float*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
-        stage(reinterpret_cast<const float*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
-      }
-    }
+    // This KV head's slice of every row of the block, widened to F32, once for all the tile's
+    // query rows.
+    if (f16) stage_block<uint16_t>(k_rows, v_rows, nb, hk, dk, dv, dvp, kt, vbuf);
+    else stage_block<float>(k_rows, v_rows, nb, hk, dk, dv, dvp, kt, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t nk = min64(nb, qs.n_kv[i] - j0);
       if (nk <= 0) continue;
-      for (int64_t g = 0; g < group; g++) {
-        const int64_t r = i * group + g;
-        const float* q = qs.q + qs.rows[i] * qs.ldq + (hk * group + g) * dk;
-        row_fn(q, dk, dkp, dvp, p.scale, kbuf, vbuf, nk, Row{o + r * dvp, mx + r, ls + r}, pbuf);
+      // The query's heads of this group in chunks of up to 4 (always the same chunks).
+      for (int64_t g0 = 0; g0 < group; g0 += 4) {
+        const int nr = static_cast<int>(min64(4, group - g0));
+        const float* q[4];
+        Row rows[4];
+        for (int k = 0; k < nr; k++) {
+          const int64_t r = i * group + g0 + k;
+          q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
+          rows[k] = Row{o + r * dvp, mx + r, ls + r};
+        }
+        kRowsBlock[nr](q, dk, dvp, p.scale, kt, vbuf, nk, rows, pbuf);
       }
     }
   }

@@ -1,0 +1,62 @@
+// Decode attention: one query token against a cache of n_kv positions, every layer's share of a
+// token's attention (all heads), through lumen::attention() on the pool. bytes_per_second counts
+// the K/V bytes the query reads (the decode floor is reading them once from DRAM).
+//   ./build/bench/lumen_bench_micro --benchmark_filter=AttentionDecode
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/attention.h"
+#include "kernels/isa.h"
+#include "kv/kv_cache.h"
+
+namespace lumen {
+namespace {
+
+// Args: n_head, n_head_kv, head_dim, n_kv, threads. 8 layers, so the K/V of one call (a layer)
+// is not in L2 from the previous call's layer.
+void BM_AttentionDecode(benchmark::State& state) {
+  const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n_kv = state.range(3);
+  constexpr int64_t kLayers = 8;
+  ThreadPool pool(static_cast<int>(state.range(4)));
+  KvCache kv(kLayers, 1, n_kv, n_head_kv * hd, n_head_kv * hd, GgmlType::F16);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
+  for (int64_t l = 0; l < kLayers; l++)
+    for (int64_t p = 0; p < n_kv; p++) {
+      for (float& x : k) x = nd(rng);
+      for (float& x : v) x = nd(rng);
+      kv.store(l, 0, p, k.data(), v.data());
+    }
+  kv.set_seq_length(0, n_kv);
+  std::vector<float> q(n_head * hd), out(n_head * hd);
+  for (float& x : q) x = nd(rng);
+  AttentionParams p;
+  p.n_head = n_head;
+  p.n_head_kv = n_head_kv;
+  p.head_dim_k = p.head_dim_v = hd;
+  p.scale = 0.125f;
+  p.kv_type = GgmlType::F16;
+  const int32_t seq = 0, pos = static_cast<int32_t>(n_kv - 1);
+  int64_t layer = 0;
+  for (auto _ : state) {
+    attention(p, kv, layer, &seq, &pos, 1, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
+    benchmark::DoNotOptimize(out.data());
+    layer = (layer + 1) % kLayers;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(2 * n_kv * n_head_kv * hd * 2) * state.iterations());
+}
+// TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
+BENCHMARK(BM_AttentionDecode)
+    ->Args({32, 4, 64, 576, 2})
+    ->Args({32, 4, 64, 2048, 2})
+    ->Args({9, 3, 64, 576, 2})
+    ->Args({32, 4, 64, 576, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace lumen

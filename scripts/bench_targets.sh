@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The speed table of README "Performance": writes the benchmark models once (synthetic weights
+# with real shapes, ../shared/tools/synth_gguf.py; Q4_K_M by `lumen quantize` of the F16 file),
+# measures the roofline now, then runs `lumen bench -t 2 -p 512 -n 128` on each model.
+# Usage: scripts/bench_targets.sh [MODEL_DIR]   (default /tmp/lumen-bench-models; ~5 GB)
+# Run it on an idle machine: the figures are only comparable with the roofline printed first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
+DIR="${1:-/tmp/lumen-bench-models}"
+LUMEN=./build/lumen
+[ -x "$LUMEN" ] || { echo "build lumen first (scripts/setup.sh)" >&2; exit 1; }
+mkdir -p "$DIR"
+synth() {  # preset type file
+  [ -f "$DIR/$3" ] || /usr/bin/python3 "$SHARED/tools/synth_gguf.py" --preset "$1" --type "$2" \
+    --vocab-from "$SHARED/vocab/ggml-vocab-llama-spm.gguf" --out "$DIR/$3"
+}
+synth tinyllama-1.1b q8_0 tinyllama-q8_0.gguf
+synth tinyllama-1.1b q4_0 tinyllama-q4_0.gguf
+synth tinyllama-1.1b f16 tinyllama-f16.gguf
+synth smollm-135m q8_0 smollm-135m-q8_0.gguf
+[ -f "$DIR/tinyllama-q4_k_m.gguf" ] || "$LUMEN" quantize "$DIR/tinyllama-f16.gguf" "$DIR/tinyllama-q4_k_m.gguf" Q4_K_M
+"$LUMEN" bench -t 2 --remeasure -p 8 -n 8 -r 1 2>&1 | grep '^machine'
+for m in tinyllama-q8_0 tinyllama-q4_0 tinyllama-q4_k_m tinyllama-f16 smollm-135m-q8_0; do
+  echo "== $m"
+  "$LUMEN" bench -m "$DIR/$m.gguf" -t 2 -p 512 -n 128 -r 3 2>/dev/null | grep -E '^(prefill|decode|verdict)  |^          '
+done
+echo "== tinyllama-f16 --f16-as-bf16"
+"$LUMEN" bench -m "$DIR/tinyllama-f16.gguf" -t 2 -p 512 -n 128 -r 3 --f16-as-bf16 2>/dev/null | grep -E '^(prefill|decode)  '

@@ -163,7 +163,12 @@ void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const
       for (int64_t hk = 0; hk < p.n_head_kv; hk++) st.tiles.push_back(Tile{static_cast<int64_t>(si), hk, first, count, max_kv});
     }
   }
-  std::stable_sort(st.tiles.begin(), st.tiles.end(), [](const Tile& a, const Tile& b) { return a.max_kv > b.max_kv; });
+  // Ties keep their creation order (first, hk): the order stable_sort would give, without the
+  // temporary buffer it allocates on every call (this runs per layer per token).
+  std::sort(st.tiles.begin(), st.tiles.end(), [](const Tile& a, const Tile& b) {
+    if (a.max_kv != b.max_kv) return a.max_kv > b.max_kv;
+    return a.first != b.first ? a.first < b.first : a.hk < b.hk;
+  });
 
   int64_t max_kv = 0;
   for (const Tile& t : st.tiles) max_kv = std::max(max_kv, t.max_kv);

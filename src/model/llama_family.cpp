@@ -99,13 +99,12 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   prepare(output_);
   scratch = std::max(scratch, matmul_scratch_size(output_, nb));
   for (Layer& L : layers_) {
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      prepare(*m);
-      scratch = std::max(scratch, matmul_scratch_size(*m, nb));
-    }
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) prepare(*m);
+    // Q/K/V and gate/up run as matmul_multi() jobs, the output and down projections alone.
     const WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
     const WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
-    scratch = std::max({scratch, matmul_multi_scratch_size(qkv, 3, nb), matmul_multi_scratch_size(gate_up, 2, nb)});
+    scratch = std::max({scratch, matmul_multi_scratch_size(qkv, 3, nb), matmul_multi_scratch_size(gate_up, 2, nb),
+                        matmul_scratch_size(L.wo, nb), matmul_scratch_size(L.w_down, nb)});
   }
   scratch_.resize(scratch);
 }

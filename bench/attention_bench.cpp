@@ -10,7 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/isa.h"
-#include "kv/kv_cache.h"
+#include "kv/kv_storage.h"
 
 namespace lumen {
 namespace {
@@ -21,7 +21,13 @@ void BM_AttentionDecode(benchmark::State& state) {
   const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n_kv = state.range(3);
   constexpr int64_t kLayers = 8;
   ThreadPool pool(static_cast<int>(state.range(4)));
-  KvCache kv(kLayers, 1, n_kv, n_head_kv * hd, n_head_kv * hd, GgmlType::F16);
+  KvLayout layout;
+  layout.n_layer = kLayers;
+  layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
+  const int32_t n_blocks = static_cast<int32_t>((n_kv + layout.block_size - 1) / layout.block_size);
+  KvStorage kv(layout, n_blocks);
+  std::vector<BlockId> table(n_blocks);
+  for (int32_t b = 0; b < n_blocks; b++) table[b] = b;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
@@ -29,9 +35,12 @@ void BM_AttentionDecode(benchmark::State& state) {
     for (int64_t p = 0; p < n_kv; p++) {
       for (float& x : k) x = nd(rng);
       for (float& x : v) x = nd(rng);
-      kv.store(l, 0, p, k.data(), v.data());
+      kv.write(l, p, k.data(), v.data());
     }
-  kv.set_seq_length(0, n_kv);
+  std::vector<PagedKvSource> sources;
+  std::vector<KvRows> rows;
+  for (int64_t l = 0; l < kLayers; l++) sources.push_back(kv.source(l, table));
+  for (const auto& s : sources) rows.push_back(s.rows());
   std::vector<float> q(n_head * hd), out(n_head * hd);
   for (float& x : q) x = nd(rng);
   AttentionParams p;
@@ -43,7 +52,8 @@ void BM_AttentionDecode(benchmark::State& state) {
   const int32_t seq = 0, pos = static_cast<int32_t>(n_kv - 1);
   int64_t layer = 0;
   for (auto _ : state) {
-    attention(p, kv, layer, &seq, &pos, 1, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
+    const AttentionBatch b{&rows[layer], 1, &seq, &pos, 1};
+    attention(p, b, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % kLayers;
   }

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "model/model.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -44,7 +44,7 @@ Generator::Generator(Model& model, const Tokenizer& tokenizer, int64_t n_ctx)
   if (n_ctx < 1) fail("context size must be positive, got {}", n_ctx);
   if (tokenizer.n_vocab() != model.config().n_vocab)
     fail("the tokenizer has {} tokens but the model's output has {}", tokenizer.n_vocab(), model.config().n_vocab);
-  kv_ = model.make_kv_cache(1, n_ctx);
+  kv_ = std::make_unique<SequenceKv>(model.kv_layout(GgmlType::F32), 1, n_ctx);
   logits_.resize(static_cast<size_t>(model.config().n_vocab));
 }
 
@@ -72,8 +72,8 @@ GenerationResult Generator::generate(std::string_view prompt, const SamplingPara
   for (int64_t b = 0; b < n_prompt; b += model_.n_batch()) {
     const int64_t e = std::min(n_prompt, b + model_.n_batch());
     batch.clear();
-    for (int64_t i = b; i < e; i++) batch.add(r.prompt_tokens[i], static_cast<int32_t>(i), 0, i == n_prompt - 1);
-    model_.forward(batch, *kv_, logits_.data());
+    for (int64_t i = b; i < e; i++) kv_->add(batch, r.prompt_tokens[i], static_cast<int32_t>(i), 0, i == n_prompt - 1);
+    model_.forward(batch, kv_->storage(), logits_.data());
   }
   r.timings.prefill_ms = ms_since(t_prefill);
 
@@ -112,8 +112,8 @@ GenerationResult Generator::generate(std::string_view prompt, const SamplingPara
       break;
     }
     batch.clear();
-    batch.add(tok, static_cast<int32_t>(pos), 0, true);
-    model_.forward(batch, *kv_, logits_.data());
+    kv_->add(batch, tok, static_cast<int32_t>(pos), 0, true);
+    model_.forward(batch, kv_->storage(), logits_.data());
     pos++;
   }
   if (!stops.stopped()) {

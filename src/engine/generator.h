@@ -15,7 +15,7 @@
 
 namespace lumen {
 
-class KvCache;
+class SequenceKv;
 class Model;
 class Tokenizer;
 
@@ -57,7 +57,7 @@ class Generator {
   Model& model_;
   const Tokenizer& tokenizer_;
   int64_t n_ctx_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<SequenceKv> kv_;
   std::vector<float> logits_;
 };
 

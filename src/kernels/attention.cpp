@@ -1,5 +1,4 @@
-// The attention driver (tiles over the thread pool), the KvCache row source, and the scalar
-// reference tile.
+// The attention driver (tiles over the thread pool) and the scalar reference tile.
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -8,7 +7,6 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/ref/ops_ref.h"
-#include "kv/kv_cache.h"
 
 namespace lumen {
 
@@ -91,19 +89,6 @@ AttentionTileFn attention_tile_kernel(Isa isa) {
 
 namespace {
 
-struct CacheRows {
-  const KvCache* kv;
-  int64_t layer, seq;
-};
-
-void fetch_cache_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
-  const auto& c = *static_cast<const CacheRows*>(ctx);
-  for (int64_t i = 0; i < n; i++) {
-    k_rows[i] = c.kv->k_row(c.layer, c.seq, pos0 + i);
-    v_rows[i] = c.kv->v_row(c.layer, c.seq, pos0 + i);
-  }
-}
-
 struct Tile {
   int64_t seq;
   int64_t hk;
@@ -115,39 +100,36 @@ struct Tile {
 // the shapes have been seen.
 struct DriverState {
   std::vector<int64_t> order, n_kv;       // batch indices grouped by sequence; their key counts
-  std::vector<int64_t> seq_start;         // per sequence present: offset into order
-  std::vector<CacheRows> sources;
+  std::vector<int64_t> seq_start;         // per batch sequence: offset into order (n_seq + 1)
+  std::vector<int64_t> seq_of;            // per batch sequence: fill cursor of the counting sort
   std::vector<Tile> tiles;
   std::vector<std::vector<float>> scratch;  // per pool thread
 };
 
 }  // namespace
 
-void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const int32_t* seq_ids,
-               const int32_t* positions, int64_t n_tokens, const float* q, int64_t ldq, float* out, int64_t ldo,
-               ThreadPool& pool, Isa isa) {
+void attention(const AttentionParams& p, const AttentionBatch& batch, const float* q, int64_t ldq, float* out,
+               int64_t ldo, ThreadPool& pool, Isa isa) {
   if (p.n_head_kv < 1 || p.n_head % p.n_head_kv != 0) fail("attention: {} heads do not group over {} KV heads", p.n_head, p.n_head_kv);
   thread_local DriverState caller_state;
   DriverState& st = caller_state;  // the workers below must see the caller's, not their own
   const AttentionTileFn kernel = attention_tile_kernel(isa);
   const int64_t group = p.n_head / p.n_head_kv;
+  const int64_t n_tokens = batch.n_tokens;
 
-  // Tokens by sequence, each sequence's in batch order (= position order).
-  st.order.clear();
-  st.seq_start.clear();
-  st.sources.clear();
-  const int64_t n_seq = kv.n_seq();
-  for (int64_t s = 0; s < n_seq; s++) {
-    const size_t before = st.order.size();
-    for (int64_t t = 0; t < n_tokens; t++)
-      if (seq_ids[t] == s) st.order.push_back(t);
-    if (st.order.size() == before) continue;
-    st.seq_start.push_back(static_cast<int64_t>(before));
-    st.sources.push_back(CacheRows{&kv, layer, s});
+  // Tokens by sequence (a counting sort: O(tokens + sequences)), each sequence's in batch
+  // order (= position order).
+  st.seq_start.assign(static_cast<size_t>(batch.n_seq) + 1, 0);
+  for (int64_t t = 0; t < n_tokens; t++) {
+    LUMEN_ASSERT(batch.seq[t] >= 0 && batch.seq[t] < batch.n_seq);
+    st.seq_start[batch.seq[t] + 1]++;
   }
-  st.seq_start.push_back(static_cast<int64_t>(st.order.size()));
+  for (int64_t s = 0; s < batch.n_seq; s++) st.seq_start[s + 1] += st.seq_start[s];
+  st.order.resize(static_cast<size_t>(n_tokens));
+  st.seq_of.assign(st.seq_start.begin(), st.seq_start.end() - 1);  // fill cursors
+  for (int64_t t = 0; t < n_tokens; t++) st.order[st.seq_of[batch.seq[t]]++] = t;
   st.n_kv.resize(st.order.size());
-  for (size_t i = 0; i < st.order.size(); i++) st.n_kv[i] = positions[st.order[i]] + 1;  // causal
+  for (size_t i = 0; i < st.order.size(); i++) st.n_kv[i] = batch.positions[st.order[i]] + 1;  // causal
 
   // Tiles of consecutive queries of one sequence x one KV head: about 128 query rows, so a K/V
   // block is reused by many rows; the reference works one query at a time. Later (longer)
@@ -156,6 +138,7 @@ void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const
   st.tiles.clear();
   for (size_t si = 0; si + 1 < st.seq_start.size(); si++) {
     const int64_t b = st.seq_start[si], e = st.seq_start[si + 1];
+    if (b == e) continue;
     for (int64_t first = b; first < e; first += tile_tokens) {
       const int64_t count = std::min(tile_tokens, e - first);
       int64_t max_kv = 0;
@@ -180,7 +163,7 @@ void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const
   pool.parallel_for(static_cast<int64_t>(st.tiles.size()), 1, [&](int64_t b, int64_t e, int thread) {
     for (int64_t i = b; i < e; i++) {
       const Tile& t = st.tiles[i];
-      const KvRows rows{fetch_cache_rows, &st.sources[t.seq]};
+      const KvRows& rows = batch.seq_rows[t.seq];
       AttentionQueries qs;
       qs.q = q;
       qs.ldq = ldq;

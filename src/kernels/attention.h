@@ -16,7 +16,6 @@
 
 namespace lumen {
 
-class KvCache;
 class ThreadPool;
 
 constexpr int64_t kAttentionKeyBlock = 64;
@@ -33,7 +32,7 @@ struct AttentionParams {
 // Where the K and V rows of one (layer, sequence) live. Kernels ask for the rows of positions
 // [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time; a row holds n_head_kv heads
 // (K: head_dim_k elements each, V: head_dim_v). Any storage that can answer per position fits
-// (the contiguous KvCache today, a paged one later).
+// (kv/kv_storage.h: a paged cache walked through a block table).
 struct KvRows {
   void (*fetch)(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows);
   const void* ctx;
@@ -66,12 +65,19 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
                            float* scratch);
 AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scalar
 
-// The attention of one layer over a batch: token t (of sequence seq_ids[t], at positions[t])
-// attends to its sequence's cached positions [0, positions[t]], whose K/V rows must already be
-// stored in kv. q rows are ldq floats apart, out rows ldo. Tiles run on the pool with the
-// kernel of `isa`.
-void attention(const AttentionParams& p, const KvCache& kv, int64_t layer, const int32_t* seq_ids,
-               const int32_t* positions, int64_t n_tokens, const float* q, int64_t ldq, float* out, int64_t ldo,
-               ThreadPool& pool, Isa isa);
+// The sequences and queries of one layer's attention over a batch: token t (of sequence
+// seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]], whose K/V
+// rows seq_rows[seq[t]] must already hold.
+struct AttentionBatch {
+  const KvRows* seq_rows = nullptr;  // one row source per sequence
+  int64_t n_seq = 0;
+  const int32_t* seq = nullptr;      // per token: index into seq_rows
+  const int32_t* positions = nullptr;
+  int64_t n_tokens = 0;
+};
+
+// q rows are ldq floats apart, out rows ldo. Tiles run on the pool with the kernel of `isa`.
+void attention(const AttentionParams& p, const AttentionBatch& batch, const float* q, int64_t ldq, float* out,
+               int64_t ldo, ThreadPool& pool, Isa isa);
 
 }  // namespace lumen

@@ -4,25 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <thread>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "kernels/attention.h"
-#include "kv/kv_cache.h"
+#include "core/thread_pool.h"
 #include "model/weight_loader.h"
 
 namespace lumen {
-
-namespace {
-
-int default_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
-
-}  // namespace
 
 LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
                                    const LlamaFamilyTraits& traits)
@@ -70,8 +59,7 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   rope_.neox = c.rope_style == RopeStyle::NeoX;
   rope_.freq_factors = rope_freqs_;
 
-  const int n_threads = options_.n_threads > 0 ? options_.n_threads : default_threads();
-  pool_ = std::make_unique<ThreadPool>(n_threads);
+  LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
   const int64_t nb = options_.n_batch;
   x_.resize(nb * c.n_embd);
@@ -109,41 +97,42 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   scratch_.resize(scratch);
 }
 
-void LlamaFamilyModel::validate(const Batch& batch, const KvCache& kv) const {
+void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) const {
   const int64_t n = batch.size();
   if (n == 0) fail("empty batch");
   if (n > options_.n_batch) fail("batch of {} tokens exceeds n_batch {}", n, options_.n_batch);
-  if (batch.positions.size() != batch.tokens.size() || batch.seq_ids.size() != batch.tokens.size() ||
-      batch.want_logits.size() != batch.tokens.size())
+  if (batch.positions.size() != batch.tokens.size() || batch.seq.size() != batch.tokens.size() ||
+      batch.slots.size() != batch.tokens.size() || batch.want_logits.size() != batch.tokens.size())
     fail("malformed batch: field sizes differ");
-  std::map<int32_t, int64_t> next;  // seq -> expected next position
+  const KvLayout& kl = kv.layout();
+  if (kl.n_layer != config_.n_layer || kl.kv_dim_k != config_.kv_dim_k() || kl.kv_dim_v != config_.kv_dim_v())
+    fail("the KV cache's layout ({} layers, K/V rows of {}/{}) is not this model's ({}, {}/{})", kl.n_layer, kl.kv_dim_k,
+         kl.kv_dim_v, config_.n_layer, config_.kv_dim_k(), config_.kv_dim_v());
+  if (kl.k_type != kl.v_type) fail("K and V cache types must be the same for now");
+  const int64_t bs = kl.block_size;
+  for (const BatchSeq& s : batch.seqs) {
+    if (s.n_kv < 1 || s.n_kv > static_cast<int64_t>(s.block_table.size()) * bs)
+      fail("malformed batch: a sequence of {} positions has a block table of {} blocks", s.n_kv, s.block_table.size());
+    for (BlockId b : s.block_table)
+      if (b < 0 || b >= kv.n_blocks()) fail("malformed batch: block {} is outside the KV cache's {} blocks", b, kv.n_blocks());
+  }
+  const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
   for (int64_t i = 0; i < n; i++) {
-    const int32_t tok = batch.tokens[i], pos = batch.positions[i], seq = batch.seq_ids[i];
+    const int32_t tok = batch.tokens[i], pos = batch.positions[i], sq = batch.seq[i];
     if (tok < 0 || tok >= config_.n_vocab) fail("token id {} is outside the vocabulary (0..{})", tok, config_.n_vocab - 1);
-    if (seq < 0 || seq >= kv.n_seq()) fail("sequence id {} is outside the KV cache's {} slots", seq, kv.n_seq());
-    if (pos < 0) fail("negative position {}", pos);
-    if (pos >= kv.n_ctx())
-      fail("sequence {} would pass the context length: position {} >= n_ctx {}", seq, pos, kv.n_ctx());
-    auto it = next.find(seq);
-    if (it == next.end()) {
-      if (pos > kv.seq_length(seq))
-        fail("sequence {}: position {} leaves a gap after the {} cached positions", seq, pos, kv.seq_length(seq));
-      next[seq] = pos + 1;
-    } else {
-      if (pos != it->second) fail("sequence {}: positions in a batch must be consecutive ({} after {})", seq, pos, it->second - 1);
-      it->second++;
-    }
+    if (sq < 0 || sq >= n_seqs) fail("malformed batch: token {} names sequence {} of {}", i, sq, n_seqs);
+    const BatchSeq& s = batch.seqs[sq];
+    if (pos < 0 || pos >= s.n_kv) fail("malformed batch: position {} outside its sequence's {} positions", pos, s.n_kv);
+    if (batch.slots[i] != static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs)
+      fail("malformed batch: token {} (position {}) is not written to its block table's slot", i, pos);
   }
 }
 
-void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
+void LlamaFamilyModel::forward(const Batch& batch, KvStorage& kv, float* logits) {
   validate(batch, kv);
   const ModelConfig& c = config_;
   const int64_t n = batch.size();
-  ThreadPool& pool = *pool_;
-  // A sequence restarting at an earlier position overwrites its cached tail.
-  for (int64_t i = 0; i < n; i++)
-    if (batch.positions[i] < kv.seq_length(batch.seq_ids[i])) kv.truncate(batch.seq_ids[i], batch.positions[i]);
+  ThreadPool& pool = this->pool();
 
   for (int64_t t = 0; t < n; t++) dequantize_row(tok_embd_, batch.tokens[t], &x_[t * c.n_embd]);
 
@@ -171,7 +160,7 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
         }
         rope(q, c.n_head, c.head_dim_k, batch.positions[t], rope_);
         rope(k, c.n_head_kv, c.head_dim_k, batch.positions[t], rope_);
-        kv.store(il, batch.seq_ids[t], batch.positions[t], k, v);
+        kv.write(il, batch.slots[t], k, v);
       }
     });
     attention(batch, kv, il);
@@ -189,11 +178,6 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
     matmul(L.w_down, gate_.data(), c.n_ff, n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
     vec_add(x_.data(), out_rows_.data(), x_.data(), n * c.n_embd);
   }
-  for (int64_t t = 0; t < n; t++) {
-    const int64_t seq = batch.seq_ids[t];
-    kv.set_seq_length(seq, std::max<int64_t>(kv.seq_length(seq), batch.positions[t] + 1));
-  }
-
   // Final norm and the output projection, only for the rows that want logits.
   int64_t n_out = 0;
   for (int64_t t = 0; t < n; t++) {
@@ -204,7 +188,7 @@ void LlamaFamilyModel::forward(const Batch& batch, KvCache& kv, float* logits) {
   if (n_out > 0) matmul(output_, xn_.data(), c.n_embd, n_out, logits, c.n_vocab, scratch_.data(), pool);
 }
 
-void LlamaFamilyModel::attention(const Batch& batch, const KvCache& kv, int64_t il) {
+void LlamaFamilyModel::attention(const Batch& batch, const KvStorage& kv, int64_t il) {
   const ModelConfig& c = config_;
   AttentionParams p;
   p.n_head = c.n_head;
@@ -212,9 +196,21 @@ void LlamaFamilyModel::attention(const Batch& batch, const KvCache& kv, int64_t 
   p.head_dim_k = c.head_dim_k;
   p.head_dim_v = c.head_dim_v;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  p.kv_type = kv.dtype();
-  lumen::attention(p, kv, il, batch.seq_ids.data(), batch.positions.data(), batch.size(), q_.data(), c.q_dim(),
-                   attn_.data(), c.q_dim(), *pool_, active_isa());
+  p.kv_type = kv.layout().k_type;
+  const size_t n_seqs = batch.seqs.size();
+  kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
+  kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));
+  for (size_t s = 0; s < n_seqs; s++) {
+    kv_sources_[s] = kv.source(il, batch.seqs[s].block_table);
+    kv_rows_[s] = kv_sources_[s].rows();
+  }
+  AttentionBatch ab;
+  ab.seq_rows = kv_rows_.data();
+  ab.n_seq = static_cast<int64_t>(n_seqs);
+  ab.seq = batch.seq.data();
+  ab.positions = batch.positions.data();
+  ab.n_tokens = batch.size();
+  lumen::attention(p, ab, q_.data(), c.q_dim(), attn_.data(), c.q_dim(), pool(), active_isa());
 }
 
 }  // namespace lumen

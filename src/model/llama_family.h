@@ -23,7 +23,7 @@ class LlamaFamilyModel : public Model {
  public:
   LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, const LlamaFamilyTraits& traits);
 
-  void forward(const Batch& batch, KvCache& kv, float* logits) override;
+  void forward(const Batch& batch, KvStorage& kv, float* logits) override;
   size_t weight_bytes() const override { return weight_bytes_; }
 
  private:
@@ -36,8 +36,8 @@ class LlamaFamilyModel : public Model {
     WeightMatrix w_gate, w_up, w_down;
   };
 
-  void validate(const Batch& batch, const KvCache& kv) const;
-  void attention(const Batch& batch, const KvCache& kv, int64_t layer);
+  void validate(const Batch& batch, const KvStorage& kv) const;
+  void attention(const Batch& batch, const KvStorage& kv, int64_t layer);
 
   LlamaFamilyTraits traits_;
   WeightMatrix tok_embd_, output_;
@@ -46,11 +46,13 @@ class LlamaFamilyModel : public Model {
   std::vector<Layer> layers_;
   size_t weight_bytes_ = 0;
   RopeParams rope_;
-  std::unique_ptr<ThreadPool> pool_;
 
   // Workspace, sized once for n_batch tokens: nothing is allocated per token.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_rows_;
   std::vector<uint8_t> scratch_;
+  // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
+  std::vector<PagedKvSource> kv_sources_;
+  std::vector<KvRows> kv_rows_;
 };
 
 }  // namespace lumen

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "kv/kv_storage.h"
 #include "model/batch.h"
 #include "model/model_config.h"
 
 namespace lumen {
 
 class GgufFile;
-class KvCache;
+class ThreadPool;
 
 struct ModelOptions {
   int n_threads = 0;          // 0: all hardware threads
@@ -22,6 +23,10 @@ struct ModelOptions {
   // vdpbf16ps at twice the FP32 FMA rate): about 2x faster prefill, but BF16 accuracy instead
   // of llama.cpp's F16 results. Needs the AVX-512 kernels (BF16); an error otherwise.
   bool f16_as_bf16 = false;
+  // The thread pool the forward pass runs on, shared by every model of one engine (a draft
+  // model beside its target must not spin a second pool on the same cores). Null: the model
+  // makes its own with n_threads threads.
+  std::shared_ptr<ThreadPool> pool;
 };
 
 class Model {
@@ -36,14 +41,18 @@ class Model {
   const GgufFile& file() const { return *file_; }
   int64_t n_batch() const { return options_.n_batch; }
 
-  // A KV cache for this model: n_seq sequence slots of n_ctx positions each (F32 or F16).
-  std::unique_ptr<KvCache> make_kv_cache(int64_t n_seq, int64_t n_ctx, GgmlType dtype = GgmlType::F32) const;
+  ThreadPool& pool() const { return *options_.pool; }
 
-  // Evaluates the batch, appending K/V to the cache. Writes n_vocab logits for each token with
-  // want_logits set, in batch order, to `logits` (batch.n_outputs() x n_vocab floats).
-  // Errors: a batch larger than n_batch, a token id outside the vocabulary, a position past the
-  // cache's context, or positions that do not continue their sequence.
-  virtual void forward(const Batch& batch, KvCache& kv, float* logits) = 0;
+  // The shape of this model's KV rows, for a KvStorage.
+  KvLayout kv_layout(GgmlType kv_type = GgmlType::F16, int32_t block_size = 16) const;
+
+  // Evaluates the batch: writes each token's K/V rows to its slot in `kv`, then attends over
+  // its sequence's block table. Writes n_vocab logits for each token with want_logits set, in
+  // batch order, to `logits` (batch.n_outputs() x n_vocab floats). The model makes no cache
+  // decisions (no truncation, no lengths): the batch says where everything is.
+  // Errors: a batch larger than n_batch, a token id outside the vocabulary, or a batch whose
+  // positions, slots and block tables do not agree (or point outside `kv`).
+  virtual void forward(const Batch& batch, KvStorage& kv, float* logits) = 0;
 
   // Bytes of weights read per decoded token (for bandwidth figures).
   virtual size_t weight_bytes() const = 0;

@@ -2,7 +2,9 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "kv/kv_cache.h"
+#include "core/thread_pool.h"
+
+#include <thread>
 
 namespace lumen {
 
@@ -15,7 +17,13 @@ const std::vector<ArchitectureEntry>& architectures() {
   return table;
 }
 
-std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const ModelOptions& options_in) {
+  ModelOptions options = options_in;
+  if (options.n_threads < 0) fail("the thread count must not be negative, got {}", options.n_threads);
+  if (!options.pool) {
+    const unsigned hw = std::thread::hardware_concurrency();
+    options.pool = std::make_shared<ThreadPool>(options.n_threads > 0 ? options.n_threads : hw == 0 ? 1 : static_cast<int>(hw));
+  }
   const auto arch = file->get_string("general.architecture");
   if (!arch) fail("{}: no general.architecture key: not a model file", file->path());
   for (const ArchitectureEntry& e : architectures())
@@ -25,8 +33,14 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const M
   fail("{}: unknown architecture '{}' (lumen supports: {})", file->path(), *arch, known);
 }
 
-std::unique_ptr<KvCache> Model::make_kv_cache(int64_t n_seq, int64_t n_ctx, GgmlType dtype) const {
-  return std::make_unique<KvCache>(config_.n_layer, n_seq, n_ctx, config_.kv_dim_k(), config_.kv_dim_v(), dtype);
+KvLayout Model::kv_layout(GgmlType kv_type, int32_t block_size) const {
+  KvLayout l;
+  l.n_layer = config_.n_layer;
+  l.kv_dim_k = config_.kv_dim_k();
+  l.kv_dim_v = config_.kv_dim_v();
+  l.k_type = l.v_type = kv_type;
+  l.block_size = block_size;
+  return l;
 }
 
 }  // namespace lumen

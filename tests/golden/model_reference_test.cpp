@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine/perplexity.h"
+#include "diagnostics/perplexity.h"
 #include "gguf/gguf_file.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "kernels/isa.h"
 #include "model/model.h"
 #include "test_support.h"
@@ -122,10 +122,10 @@ TEST_P(ModelReference, TeacherForcedTop10AndGreedy) {
     const auto prompt = rec["prompt_token_ids"].get<std::vector<int32_t>>();
     const auto gen = rec["generated_token_ids"].get<std::vector<int32_t>>();
     const int64_t n_ctx = static_cast<int64_t>(prompt.size() + gen.size() + 1);
-    auto kv = model_->make_kv_cache(1, n_ctx);
+    SequenceKv kv(model_->kv_layout(GgmlType::F32), 1, n_ctx);
     Batch batch;
-    for (size_t i = 0; i < prompt.size(); i++) batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
-    model_->forward(batch, *kv, logits.data());
+    for (size_t i = 0; i < prompt.size(); i++) kv.add(batch, prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    model_->forward(batch, kv.storage(), logits.data());
     const int64_t margin_steps = [&] {
       int64_t n = 0;
       for (const json& s : rec["steps"]) {
@@ -162,8 +162,8 @@ TEST_P(ModelReference, TeacherForcedTop10AndGreedy) {
       }
       if (k + 1 < n_steps) {
         batch.clear();
-        batch.add(gen[k], static_cast<int32_t>(prompt.size() + k), 0, true);
-        model_->forward(batch, *kv, logits.data());
+        kv.add(batch, gen[k], static_cast<int32_t>(prompt.size() + k), 0, true);
+        model_->forward(batch, kv.storage(), logits.data());
       }
     }
     prompts++;

@@ -16,7 +16,7 @@
 #include "kernels/attention.h"
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
-#include "kv/kv_cache.h"
+#include "kv/kv_storage.h"
 
 namespace lumen {
 namespace {
@@ -30,7 +30,10 @@ std::vector<Isa> simd_isas() {
 
 struct AttnCase {
   AttentionParams p;
-  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<KvStorage> kv;
+  std::vector<std::vector<BlockId>> tables;  // per sequence: shuffled blocks (a paged cache)
+  std::vector<PagedKvSource> sources;
+  std::vector<KvRows> rows;
   std::vector<int32_t> seq_ids, positions;
   std::vector<float> q;
   int64_t ldq = 0, ldo = 0;
@@ -49,15 +52,32 @@ AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, G
   s.p.kv_type = kv_type;
   int64_t n_ctx = 1;
   for (int64_t l : lengths) n_ctx = std::max(n_ctx, l);
-  s.kv = std::make_unique<KvCache>(1, static_cast<int64_t>(lengths.size()), n_ctx, n_head_kv * dk, n_head_kv * dv, kv_type);
+  KvLayout layout;
+  layout.n_layer = 1;
+  layout.kv_dim_k = n_head_kv * dk;
+  layout.kv_dim_v = n_head_kv * dv;
+  layout.k_type = layout.v_type = kv_type;
+  layout.block_size = 16;
+  std::vector<BlockId> all;
+  for (int64_t l : lengths)
+    for (int64_t b = 0; b < (l + 15) / 16; b++) all.push_back(static_cast<BlockId>(all.size()));
   std::mt19937 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  s.kv = std::make_unique<KvStorage>(layout, static_cast<int32_t>(all.size()));
+  size_t next = 0;
+  for (int64_t l : lengths) {
+    s.tables.emplace_back(all.begin() + next, all.begin() + next + (l + 15) / 16);
+    next += (l + 15) / 16;
+  }
+  for (const auto& t : s.tables) s.sources.push_back(s.kv->source(0, t));
+  for (const auto& src : s.sources) s.rows.push_back(src.rows());
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> k(n_head_kv * dk), v(n_head_kv * dv);
   for (size_t sq = 0; sq < lengths.size(); sq++)
     for (int64_t pos = 0; pos < lengths[sq]; pos++) {
       for (float& x : k) x = 2.0f * g(rng);  // spread scores: softmax far from uniform
       for (float& x : v) x = g(rng);
-      s.kv->store(0, static_cast<int64_t>(sq), pos, k.data(), v.data());
+      s.kv->write(0, static_cast<int64_t>(s.tables[sq][pos / 16]) * 16 + pos % 16, k.data(), v.data());
     }
   for (int64_t pos = 0; pos < n_ctx; pos++)
     for (size_t sq = 0; sq < lengths.size(); sq++)
@@ -72,10 +92,20 @@ AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, G
   return s;
 }
 
+AttentionBatch batch_of(const AttnCase& s, const int32_t* seqs, const int32_t* positions, int64_t n) {
+  AttentionBatch b;
+  b.seq_rows = s.rows.data();
+  b.n_seq = static_cast<int64_t>(s.rows.size());
+  b.seq = seqs;
+  b.positions = positions;
+  b.n_tokens = n;
+  return b;
+}
+
 std::vector<float> run(const AttnCase& s, Isa isa, ThreadPool& pool) {
   const int64_t n = static_cast<int64_t>(s.seq_ids.size());
   std::vector<float> out(n * s.ldo, -777.0f);
-  attention(s.p, *s.kv, 0, s.seq_ids.data(), s.positions.data(), n, s.q.data(), s.ldq, out.data(), s.ldo, pool, isa);
+  attention(s.p, batch_of(s, s.seq_ids.data(), s.positions.data(), n), s.q.data(), s.ldq, out.data(), s.ldo, pool, isa);
   return out;
 }
 
@@ -147,8 +177,8 @@ TEST(Attention, QueryResultIndependentOfBatch) {
           std::vector<int32_t> seqs(s.seq_ids.begin() + first, s.seq_ids.begin() + first + count);
           std::vector<int32_t> pos(s.positions.begin() + first, s.positions.begin() + first + count);
           std::vector<float> out(count * s.ldo);
-          attention(s.p, *s.kv, 0, seqs.data(), pos.data(), count, s.q.data() + first * s.ldq, s.ldq, out.data(), s.ldo,
-                    pool, isa);
+          attention(s.p, batch_of(s, seqs.data(), pos.data(), count), s.q.data() + first * s.ldq, s.ldq, out.data(),
+                    s.ldo, pool, isa);
           for (int64_t t = 0; t < count; t++)
             for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++)
               ASSERT_EQ(out[t * s.ldo + i], all[(first + t) * s.ldo + i])
@@ -214,11 +244,12 @@ TEST(Attention, RejectsHeadsThatDoNotGroup) {
   p.n_head = 6;
   p.n_head_kv = 4;
   p.head_dim_k = p.head_dim_v = 8;
-  KvCache kv(1, 1, 4, 32, 32, GgmlType::F32);
   ThreadPool pool(1);
   const int32_t seq = 0, pos = 0;
+  const KvRows rows{nullptr, nullptr};
+  AttentionBatch b{&rows, 1, &seq, &pos, 1};
   std::vector<float> q(48), out(48);
-  EXPECT_THROW(attention(p, kv, 0, &seq, &pos, 1, q.data(), 48, out.data(), 48, pool, Isa::Scalar), Error);
+  EXPECT_THROW(attention(p, b, q.data(), 48, out.data(), 48, pool, Isa::Scalar), Error);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-// Properties of the forward pass that hold for any model: batching and caching change nothing,
-// and bad batches are clear errors.
+// Properties of the forward pass that hold for any model: batching and caching change nothing
+// (bit for bit: batch invariance), and bad batches are clear errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "model/model.h"
 #include "test_support.h"
 
@@ -26,13 +27,15 @@ class Forward : public testing::Test {
   }
   // Logits of the last token of `tokens`, evaluated alone from an empty cache in one batch.
   std::vector<float> alone(const std::vector<int32_t>& tokens) {
-    auto kv = model_->make_kv_cache(1, 64);
+    SequenceKv kv(layout(), 1, 64);
     Batch b;
-    for (size_t i = 0; i < tokens.size(); i++) b.add(tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
+    for (size_t i = 0; i < tokens.size(); i++) kv.add(b, tokens[i], static_cast<int32_t>(i), 0, i + 1 == tokens.size());
     std::vector<float> logits(n_vocab_);
-    model_->forward(b, *kv, logits.data());
+    model_->forward(b, kv.storage(), logits.data());
     return logits;
   }
+  KvLayout layout(GgmlType t = GgmlType::F32) const { return model_->kv_layout(t, 16); }
+  static bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
   static double max_diff(const float* a, const float* b, int64_t n) {
     double m = 0;
     for (int64_t i = 0; i < n; i++) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
@@ -45,73 +48,91 @@ class Forward : public testing::Test {
 
 TEST_F(Forward, BatchOfSequencesEqualsEachAlone) {
   const std::vector<std::vector<int32_t>> seqs = {{1, 403, 407, 261, 378}, {1, 21}, {1, 300, 301, 302, 303, 304, 305, 306, 307}};
-  auto kv = model_->make_kv_cache(3, 64);
+  SequenceKv kv(layout(), 3, 64);
   Batch b;
   // Interleave the sequences' tokens to make sure order within a batch does not matter.
   size_t longest = 0;
   for (auto& s : seqs) longest = std::max(longest, s.size());
   for (size_t i = 0; i < longest; i++)
     for (size_t s = 0; s < seqs.size(); s++)
-      if (i < seqs[s].size()) b.add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), i + 1 == seqs[s].size());
+      if (i < seqs[s].size()) kv.add(b, seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), i + 1 == seqs[s].size());
   std::vector<float> logits(3 * n_vocab_);
-  model_->forward(b, *kv, logits.data());
+  model_->forward(b, kv.storage(), logits.data());
   // Output rows come in batch order: the shortest sequence finishes first.
   const int order[] = {1, 0, 2};
   for (int r = 0; r < 3; r++) {
     auto ref = alone(seqs[order[r]]);
-    EXPECT_LT(max_diff(&logits[r * n_vocab_], ref.data(), n_vocab_), 1e-5) << "row " << r;
+    EXPECT_TRUE(same_bits(&logits[r * n_vocab_], ref.data(), n_vocab_))
+        << "row " << r << " differs by " << max_diff(&logits[r * n_vocab_], ref.data(), n_vocab_);
   }
 }
 
 TEST_F(Forward, DecodeWithCacheEqualsRecompute) {
-  std::vector<int32_t> toks = {1, 403, 407, 261, 378, 300, 42, 17};
-  auto kv = model_->make_kv_cache(1, 64);
+  std::vector<int32_t> toks = {1, 403, 407, 261, 378, 300, 42, 17, 99, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  SequenceKv kv(layout(), 1, 64);
   std::vector<float> logits(n_vocab_);
   Batch b;
-  b.add(toks[0], 0, 0, true);
-  model_->forward(b, *kv, logits.data());
+  kv.add(b, toks[0], 0, 0, true);
+  model_->forward(b, kv.storage(), logits.data());
   for (size_t i = 1; i < toks.size(); i++) {
     b.clear();
-    b.add(toks[i], static_cast<int32_t>(i), 0, true);
-    model_->forward(b, *kv, logits.data());
+    kv.add(b, toks[i], static_cast<int32_t>(i), 0, true);
+    model_->forward(b, kv.storage(), logits.data());
     std::vector<int32_t> prefix(toks.begin(), toks.begin() + i + 1);
-    EXPECT_LT(max_diff(logits.data(), alone(prefix).data(), n_vocab_), 1e-5) << "position " << i;
+    EXPECT_TRUE(same_bits(logits.data(), alone(prefix).data(), n_vocab_)) << "position " << i;
   }
 }
 
 TEST_F(Forward, RewindOverwritesTheTail) {
-  auto kv = model_->make_kv_cache(1, 64);
+  SequenceKv kv(layout(), 1, 64);
   std::vector<float> logits(n_vocab_);
   Batch b;
-  for (int i = 0; i < 6; i++) b.add(100 + i, i, 0, i == 5);
-  model_->forward(b, *kv, logits.data());
+  for (int i = 0; i < 6; i++) kv.add(b, 100 + i, i, 0, i == 5);
+  model_->forward(b, kv.storage(), logits.data());
   b.clear();
-  b.add(7, 3, 0, true);  // back to position 3 with another token
-  model_->forward(b, *kv, logits.data());
-  EXPECT_EQ(kv->seq_length(0), 4);
-  EXPECT_LT(max_diff(logits.data(), alone({100, 101, 102, 7}).data(), n_vocab_), 1e-5);
+  kv.add(b, 7, 3, 0, true);  // back to position 3 with another token
+  model_->forward(b, kv.storage(), logits.data());
+  EXPECT_EQ(kv.length(0), 4);
+  EXPECT_TRUE(same_bits(logits.data(), alone({100, 101, 102, 7}).data(), n_vocab_));
 }
 
 TEST_F(Forward, F16CacheIsClose) {
   std::vector<int32_t> toks = {1, 403, 407, 261, 378, 300};
-  auto kv = model_->make_kv_cache(1, 16, GgmlType::F16);
+  SequenceKv kv(layout(GgmlType::F16), 1, 16);
   Batch b;
-  for (size_t i = 0; i < toks.size(); i++) b.add(toks[i], static_cast<int32_t>(i), 0, i + 1 == toks.size());
+  for (size_t i = 0; i < toks.size(); i++) kv.add(b, toks[i], static_cast<int32_t>(i), 0, i + 1 == toks.size());
   std::vector<float> logits(n_vocab_);
-  model_->forward(b, *kv, logits.data());
+  model_->forward(b, kv.storage(), logits.data());
   EXPECT_LT(max_diff(logits.data(), alone(toks).data(), n_vocab_), 0.05);
 }
 
-TEST_F(Forward, ContextOverflowIsAClearError) {
-  auto kv = model_->make_kv_cache(1, 4);
-  std::vector<float> logits(n_vocab_);
+// Prefill split into chunks of any size gives every token the same bits as one batch.
+TEST_F(Forward, ChunkedPrefillEqualsOneBatch) {
+  std::vector<int32_t> toks;
+  for (int i = 0; i < 50; i++) toks.push_back(1 + (i * 37) % 500);
+  SequenceKv whole(layout(), 1, 64);
   Batch b;
-  for (int i = 0; i < 4; i++) b.add(1, i, 0, false);
-  model_->forward(b, *kv, logits.data());
-  b.clear();
-  b.add(1, 4, 0, true);
+  for (size_t i = 0; i < toks.size(); i++) whole.add(b, toks[i], static_cast<int32_t>(i), 0, true);
+  std::vector<float> all(toks.size() * n_vocab_), part(toks.size() * n_vocab_);
+  model_->forward(b, whole.storage(), all.data());
+  for (int chunk : {1, 7, 16, 33}) {
+    SequenceKv kv(layout(), 1, 64);
+    for (size_t first = 0; first < toks.size(); first += chunk) {
+      b.clear();
+      const size_t end = std::min(toks.size(), first + chunk);
+      for (size_t i = first; i < end; i++) kv.add(b, toks[i], static_cast<int32_t>(i), 0, true);
+      model_->forward(b, kv.storage(), &part[first * n_vocab_]);
+    }
+    EXPECT_TRUE(same_bits(all.data(), part.data(), static_cast<int64_t>(all.size()))) << "chunks of " << chunk;
+  }
+}
+
+TEST_F(Forward, ContextOverflowIsAClearError) {
+  SequenceKv kv(layout(), 1, 4);
+  Batch b;
+  for (int i = 0; i < 4; i++) kv.add(b, 1, i, 0, false);
   try {
-    model_->forward(b, *kv, logits.data());
+    kv.add(b, 1, 4, 0, true);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("context length"), std::string::npos) << e.what();
@@ -119,22 +140,32 @@ TEST_F(Forward, ContextOverflowIsAClearError) {
 }
 
 TEST_F(Forward, BadBatchesAreErrors) {
-  auto kv = model_->make_kv_cache(1, 16);
+  SequenceKv kv(layout(), 1, 16);
   std::vector<float> logits(n_vocab_);
   Batch b;
-  b.add(99999, 0, 0, true);
-  EXPECT_THROW(model_->forward(b, *kv, logits.data()), Error);  // token outside vocab
+  kv.add(b, 1, 0, 0, true);
+  b.tokens[0] = 99999;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // token outside vocab
+  b.tokens[0] = 1;
+  b.seq[0] = 3;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // no such sequence
+  b.seq[0] = 0;
+  b.slots[0] = 5;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // slot not the table's
+  b.slots[0] = 0;
+  b.positions[0] = 1;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // position past n_kv
+  b.positions[0] = 0;
+  const BlockId bad_table[] = {7};
+  b.seqs[0].block_table = bad_table;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // block outside the cache
   b.clear();
-  b.add(1, 5, 0, true);
-  EXPECT_THROW(model_->forward(b, *kv, logits.data()), Error);  // gap
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // empty
+  EXPECT_THROW(kv.add(b, 1, 5, 0, true), Error);                          // gap
   b.clear();
-  b.add(1, 0, 3, true);
-  EXPECT_THROW(model_->forward(b, *kv, logits.data()), Error);  // no such sequence slot
-  b.clear();
-  EXPECT_THROW(model_->forward(b, *kv, logits.data()), Error);  // empty
-  b.clear();
-  for (int i = 0; i < 65; i++) b.add(1, i, 0, false);
-  EXPECT_THROW(model_->forward(b, *kv, logits.data()), Error);  // over n_batch
+  SequenceKv big(layout(), 1, 128);
+  for (int i = 0; i < 65; i++) big.add(b, 1, i, 0, false);
+  EXPECT_THROW(model_->forward(b, big.storage(), logits.data()), Error);  // over n_batch
 }
 
 TEST(ModelLoad, UnknownArchitectureAndMissingTensorAreClear) {

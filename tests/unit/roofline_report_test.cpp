@@ -1,5 +1,5 @@
-// The bench's cost model, verdicts and SVG chart (engine/roofline_report.h), and the bench's
-// statistics helpers (engine/benchmark.h). No timing here: speeds are made-up inputs.
+// The bench's cost model, verdicts and SVG chart (diagnostics/roofline_report.h), and the bench's
+// statistics helpers (diagnostics/benchmark.h). No timing here: speeds are made-up inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "engine/benchmark.h"
-#include "engine/roofline_report.h"
+#include "diagnostics/benchmark.h"
+#include "diagnostics/roofline_report.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/roofline.h"

@@ -1,6 +1,6 @@
 // `lumen bench`: prefill and decode speed, TTFT and inter-token latency (medians over
-// repetitions; engine/benchmark.h says what is timed), judged against the machine's roofline
-// (engine/roofline_report.h), as text, JSON, and optionally an SVG roofline chart.
+// repetitions; diagnostics/benchmark.h says what is timed), judged against the machine's roofline
+// (diagnostics/roofline_report.h), as text, JSON, and optionally an SVG roofline chart.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,8 +12,8 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "engine/benchmark.h"
-#include "engine/roofline_report.h"
+#include "diagnostics/benchmark.h"
+#include "diagnostics/roofline_report.h"
 #include "gguf/gguf_file.h"
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"

@@ -1,5 +1,5 @@
 // `lumen perplexity -m FILE -f TEXT [-c N] [--chunks K]`: llama-perplexity's method (see
-// src/engine/perplexity.h), with a progress line per chunk and the estimate on the last line.
+// src/diagnostics/perplexity.h), with a progress line per chunk and the estimate on the last line.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "engine/perplexity.h"
+#include "diagnostics/perplexity.h"
 #include "model/model.h"
 #include "model_options.h"
 #include "tokenizer/tokenizer.h"
@@ -42,7 +42,7 @@ void register_perplexity(CLI::App& app) {
     const int64_t total = n_chunks > 0 ? std::min(n_chunks, avail) : avail;
     fmt::print(stderr, "{}: {} tokens, {} chunks of {}\n", text_file, tokens.size(), total, n_ctx);
     const int32_t bos = m->tokenizer->bos_id() >= 0 ? m->tokenizer->bos_id() : tokens.at(0);
-    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, [&](int64_t i, double ppl) {
+    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, GgmlType::F32, [&](int64_t i, double ppl) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "\r[{}/{}] ppl {:.4f}  ({:.1f} s, {:.2f} s/chunk)", i + 1, total, ppl, s, s / (i + 1));
       fflush(stderr);

@@ -7,6 +7,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace lumen {
 
 class Model;
@@ -20,9 +22,10 @@ struct PerplexityResult {
 };
 
 // tokens: the whole tokenized text (BOS first). Throws Error if it holds fewer than 2*n_ctx tokens.
+// kv_type: the KV cache's element type (F32 by default: the reference's attention precision).
 // progress(chunk_index, running_ppl) is called after each chunk.
 PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& tokens, int64_t n_ctx,
-                                    int64_t max_chunks, int32_t bos_id,
+                                    int64_t max_chunks, int32_t bos_id, GgmlType kv_type = GgmlType::F32,
                                     const std::function<void(int64_t, double)>& progress = {});
 
 }  // namespace lumen

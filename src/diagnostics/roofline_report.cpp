@@ -1,4 +1,4 @@
-#include "engine/roofline_report.h"
+#include "diagnostics/roofline_report.h"
 
 #include <fmt/format.h>
 

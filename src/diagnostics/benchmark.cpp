@@ -1,4 +1,4 @@
-#include "engine/benchmark.h"
+#include "diagnostics/benchmark.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "model/model.h"
 
 namespace lumen {
@@ -27,14 +27,14 @@ int32_t argmax(const float* x, int64_t n) {
 }
 
 // Evaluates tokens[0, n) from position 0 in batches of n_batch; logits of the last one.
-void prefill(Model& model, KvCache& kv, const std::vector<int32_t>& tokens, int64_t n, float* logits,
+void prefill(Model& model, SequenceKv& kv, const std::vector<int32_t>& tokens, int64_t n, float* logits,
              const std::function<void(int64_t)>& on_batch) {
   Batch batch;
   for (int64_t b = 0; b < n; b += model.n_batch()) {
     const int64_t e = std::min(n, b + model.n_batch());
     batch.clear();
-    for (int64_t i = b; i < e; i++) batch.add(tokens[i], static_cast<int32_t>(i), 0, i == n - 1);
-    model.forward(batch, kv, logits);
+    for (int64_t i = b; i < e; i++) kv.add(batch, tokens[i], static_cast<int32_t>(i), 0, i == n - 1);
+    model.forward(batch, kv.storage(), logits);
     if (on_batch) on_batch(e);
   }
 }
@@ -79,7 +79,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
   const int64_t n_vocab = model.config().n_vocab;
   if (o.bos >= n_vocab) fail("bench: BOS id {} is outside the vocabulary of {}", o.bos, n_vocab);
   const int64_t n_ctx = o.n_prompt + o.n_gen;
-  auto kv = model.make_kv_cache(1, n_ctx, o.kv_type);
+  SequenceKv kv(model.kv_layout(o.kv_type), 1, n_ctx);
   std::vector<float> logits(static_cast<size_t>(n_vocab));
   const std::vector<int32_t> prompt = bench_prompt(o.n_prompt, n_vocab, o.bos, o.seed);
 
@@ -99,12 +99,12 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
   {
     const int64_t n_warm = std::clamp<int64_t>(o.n_warmup_tokens, 1, o.n_prompt);
     report("warm-up", 0, 0, n_warm + 1);
-    kv->clear();
-    prefill(model, *kv, prompt, n_warm, logits.data(), {});
+    kv.clear();
+    prefill(model, kv, prompt, n_warm, logits.data(), {});
     if (n_warm < n_ctx) {
       Batch batch;
-      batch.add(argmax(logits.data(), n_vocab), static_cast<int32_t>(n_warm), 0, true);
-      model.forward(batch, *kv, logits.data());
+      kv.add(batch, argmax(logits.data(), n_vocab), static_cast<int32_t>(n_warm), 0, true);
+      model.forward(batch, kv.storage(), logits.data());
     }
   }
 
@@ -112,10 +112,10 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
   Batch batch;
   for (int rep = 1; rep <= o.n_reps; rep++) {
     BenchRep r;
-    kv->clear();
+    kv.clear();
     report("prefill", rep, 0, o.n_prompt);
     const auto t0 = Clock::now();
-    prefill(model, *kv, prompt, o.n_prompt, logits.data(),
+    prefill(model, kv, prompt, o.n_prompt, logits.data(),
             [&](int64_t done) { report("prefill", rep, done, o.n_prompt); });
     const auto t1 = Clock::now();
     int32_t tok = argmax(logits.data(), n_vocab);
@@ -129,8 +129,8 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
     for (int64_t i = 0; i < o.n_gen; i++) {
       const auto s0 = Clock::now();
       batch.clear();
-      batch.add(tok, static_cast<int32_t>(o.n_prompt + i), 0, true);
-      model.forward(batch, *kv, logits.data());
+      kv.add(batch, tok, static_cast<int32_t>(o.n_prompt + i), 0, true);
+      model.forward(batch, kv.storage(), logits.data());
       tok = argmax(logits.data(), n_vocab);
       r.itl_ms.push_back(ms_between(s0, Clock::now()));
       if ((i + 1) % 16 == 0 || i + 1 == o.n_gen) report("decode", rep, i + 1, o.n_gen);

@@ -1,15 +1,15 @@
-#include "engine/perplexity.h"
+#include "diagnostics/perplexity.h"
 
 #include <cmath>
 
 #include "core/error.h"
-#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "model/model.h"
 
 namespace lumen {
 
 PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& tokens, int64_t n_ctx,
-                                    int64_t max_chunks, int32_t bos_id,
+                                    int64_t max_chunks, int32_t bos_id, GgmlType kv_type,
                                     const std::function<void(int64_t, double)>& progress) {
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_ctx < 4) fail("perplexity context {} is too small", n_ctx);
@@ -21,14 +21,14 @@ PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& to
   const int64_t n_batch = model.n_batch();
   const int64_t first = n_ctx / 2;
 
-  auto kv = model.make_kv_cache(1, n_ctx);
+  SequenceKv kv(model.kv_layout(kv_type), 1, n_ctx);
   std::vector<float> logits(static_cast<size_t>(n_batch) * n_vocab);
   PerplexityResult r;
   r.n_chunks = n_chunks;
   double nll = 0.0, nll2 = 0.0;
   Batch batch;
   for (int64_t c = 0; c < n_chunks; c++) {
-    kv->clear();
+    kv.clear();
     const int64_t start = c * n_ctx;
     // Evaluate the chunk in pieces of n_batch tokens; logits only where they are scored.
     for (int64_t b = 0; b < n_ctx; b += n_batch) {
@@ -36,9 +36,9 @@ PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& to
       batch.clear();
       for (int64_t j = b; j < e; j++) {
         const int32_t tok = j == 0 ? bos_id : tokens[start + j];
-        batch.add(tok, static_cast<int32_t>(j), 0, j >= first && j < n_ctx - 1);
+        kv.add(batch, tok, static_cast<int32_t>(j), 0, j >= first && j < n_ctx - 1);
       }
-      model.forward(batch, *kv, logits.data());
+      model.forward(batch, kv.storage(), logits.data());
       int64_t row = 0;
       for (int64_t j = b; j < e; j++) {
         if (!(j >= first && j < n_ctx - 1)) continue;

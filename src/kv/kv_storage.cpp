@@ -1,0 +1,101 @@
+#include "kv/kv_storage.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace lumen {
+
+namespace {
+
+// Rows of positions [pos0, pos0 + n) of one sequence, walked block by block.
+void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
+  const auto& s = *static_cast<const PagedKvSource*>(ctx);
+  const int64_t bs = s.block_size;
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t pos = pos0 + i;
+    const int64_t bi = pos / bs, off = pos % bs;
+    const int64_t run = std::min<int64_t>(bs - off, n - i);
+    const size_t slot = static_cast<size_t>(s.table[bi]) * bs + off;
+    const uint8_t* k = s.k + slot * s.row_k;
+    const uint8_t* v = s.v + slot * s.row_v;
+    for (int64_t j = 0; j < run; j++) {
+      k_rows[i + j] = k + j * s.row_k;
+      v_rows[i + j] = v + j * s.row_v;
+    }
+    i += run;
+  }
+}
+
+}  // namespace
+
+KvRows PagedKvSource::rows() const { return KvRows{fetch_paged_rows, this}; }
+
+KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks) : layout_(layout), n_blocks_(n_blocks) {
+  for (GgmlType t : {layout.k_type, layout.v_type})
+    if (t != GgmlType::F32 && t != GgmlType::F16) fail("KV cache type {} is not supported (f32 or f16)", type_name(t));
+  if (n_blocks < 1) fail("the KV cache needs at least one block, got {}", n_blocks);
+  if (layout.block_size < 1) fail("the KV block size must be at least 1, got {}", layout.block_size);
+  if (layout.n_layer < 1 || layout.kv_dim_k < 1 || layout.kv_dim_v < 1) fail("KV cache layout without layers or heads");
+  const size_t slots = static_cast<size_t>(n_blocks) * layout.block_size;
+  // Each layer's K and V arenas start on a 64-byte boundary.
+  auto round64 = [](size_t b) { return (b + 63) / 64 * 64; };
+  k_bytes_ = round64(slots * layout.row_bytes_k());
+  layer_bytes_ = k_bytes_ + round64(slots * layout.row_bytes_v());
+  bytes_ = layer_bytes_ * static_cast<size_t>(layout.n_layer);
+  // Anonymous pages are zero and committed on first write: a large pool costs only what is used.
+  mapped_ = bytes_;
+  void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) fail("cannot map {} bytes for the KV cache ({} blocks)", bytes_, n_blocks);
+  arena_ = static_cast<uint8_t*>(p);
+}
+
+KvStorage::~KvStorage() {
+  if (arena_) munmap(arena_, mapped_);
+}
+
+void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {
+  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
+  uint8_t* kd = k_base(layer) + slot * layout_.row_bytes_k();
+  uint8_t* vd = v_base(layer) + slot * layout_.row_bytes_v();
+  if (layout_.k_type == GgmlType::F32) {
+    std::memcpy(kd, k, layout_.row_bytes_k());
+  } else {
+    auto* d = reinterpret_cast<uint16_t*>(kd);
+    for (int64_t i = 0; i < layout_.kv_dim_k; i++) d[i] = fp32_to_fp16(k[i]);
+  }
+  if (layout_.v_type == GgmlType::F32) {
+    std::memcpy(vd, v, layout_.row_bytes_v());
+  } else {
+    auto* d = reinterpret_cast<uint16_t*>(vd);
+    for (int64_t i = 0; i < layout_.kv_dim_v; i++) d[i] = fp32_to_fp16(v[i]);
+  }
+}
+
+void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
+  LUMEN_ASSERT(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_ && n_rows >= 0 && n_rows <= layout_.block_size);
+  const size_t bs = static_cast<size_t>(layout_.block_size);
+  const size_t rk = layout_.row_bytes_k(), rv = layout_.row_bytes_v();
+  for (int64_t l = 0; l < layout_.n_layer; l++) {
+    std::memcpy(k_base(l) + dst * bs * rk, k_base(l) + src * bs * rk, n_rows * rk);
+    std::memcpy(v_base(l) + dst * bs * rv, v_base(l) + src * bs * rv, n_rows * rv);
+  }
+}
+
+PagedKvSource KvStorage::source(int64_t layer, std::span<const BlockId> table) const {
+  PagedKvSource s;
+  s.k = k_base(layer);
+  s.v = v_base(layer);
+  s.row_k = layout_.row_bytes_k();
+  s.row_v = layout_.row_bytes_v();
+  s.table = table.data();
+  s.n_blocks = static_cast<int64_t>(table.size());
+  s.block_size = layout_.block_size;
+  return s;
+}
+
+}  // namespace lumen

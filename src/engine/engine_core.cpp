@@ -1,0 +1,434 @@
+#include "engine/engine_core.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/detokenizer.h"
+#include "engine/stop_checker.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen {
+
+namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
+int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  return 0;
+}
+
+// The prefix cache's salt: everything besides the tokens that changes a block's contents.
+uint64_t cache_salt(const Model& model, const KvLayout& layout) {
+  const ModelConfig& c = model.config();
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ULL;
+  };
+  for (uint64_t v : {static_cast<uint64_t>(c.n_layer), static_cast<uint64_t>(c.n_embd), static_cast<uint64_t>(c.n_vocab),
+                     static_cast<uint64_t>(layout.k_type), static_cast<uint64_t>(layout.v_type),
+                     static_cast<uint64_t>(layout.block_size), static_cast<uint64_t>(model.weight_bytes())})
+    mix(v);
+  for (char ch : model.file().path()) mix(static_cast<uint8_t>(ch));
+  return h;
+}
+
+}  // namespace
+
+// One completion: the scheduler's Request plus what turns its logits into tokens and text.
+struct EngineCore::Sequence {
+  Request req;
+  std::shared_ptr<RequestHandle> handle;
+  int index = 0;
+  GenerationParams params;
+  Sampler sampler;
+  IncrementalDetokenizer detok;
+  StopChecker stops;
+  bool pending = true;   // counted in n_pending_ (not yet running)
+  bool forked = false;   // n > 1: the other completions have been made
+  double submitted_at = 0, first_scheduled_at = -1, last_token_at = -1;
+  RequestTimings timings;
+
+  Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
+      : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
+  static SamplingParams with_seed(SamplingParams s, uint64_t seed) {
+    s.seed = seed;
+    return s;
+  }
+};
+
+EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineConfig& config)
+    : model_(model), tokenizer_(tokenizer), config_(config), n_vocab_(model.config().n_vocab) {
+  EngineConfig& c = config_;
+  if (tokenizer.n_vocab() != n_vocab_)
+    fail("the tokenizer has {} tokens but the model's output has {}", tokenizer.n_vocab(), n_vocab_);
+  if (c.n_ctx < 0) fail("the context size must not be negative, got {}", c.n_ctx);
+  if (c.n_ctx == 0) c.n_ctx = std::min<int64_t>(model.config().n_ctx_train > 0 ? model.config().n_ctx_train : 4096, 4096);
+  if (c.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1, got {}", c.max_batch_tokens);
+  if (c.max_batch_tokens > model.n_batch())
+    fail("--max-batch-tokens {} exceeds the model's batch size {} (-b)", c.max_batch_tokens, model.n_batch());
+  if (c.max_running < 1) fail("--parallel must be at least 1, got {}", c.max_running);
+  if (c.block_size < 1 || c.block_size > 1024) fail("--kv-block-size must be in [1, 1024], got {}", c.block_size);
+  if (c.max_n < 1) fail("the most completions per request must be at least 1");
+  const KvLayout layout = model.kv_layout(c.kv_type, c.block_size);
+  const int64_t block_bytes = static_cast<int64_t>(layout.block_bytes());
+  if (c.kv_memory < 0) fail("--kv-memory must not be negative");
+  if (c.kv_memory == 0) {
+    // What n_ctx x max_running needs, capped by 90% of the memory available now.
+    int64_t want = (c.n_ctx + c.block_size - 1) / c.block_size * c.max_running * block_bytes;
+    const int64_t avail = available_memory();
+    if (avail > 0) want = std::min(want, avail / 10 * 9);
+    c.kv_memory = std::max(want, block_bytes);
+  }
+  const int64_t blocks = c.kv_memory / block_bytes;
+  if (blocks < 1)
+    fail("--kv-memory of {} bytes holds no KV block: one block of {} tokens needs {} bytes", c.kv_memory, c.block_size,
+         block_bytes);
+  n_blocks_ = std::min<int64_t>(blocks, std::numeric_limits<int32_t>::max());
+  KvCacheManager::Options ko;
+  ko.n_blocks = static_cast<int32_t>(n_blocks_);
+  ko.block_size = c.block_size;
+  ko.prefix_caching = c.prefix_caching;
+  ko.salt = cache_salt(model, layout);
+  kv_ = std::make_unique<KvCacheManager>(ko);
+  storage_ = std::make_unique<KvStorage>(layout, static_cast<int32_t>(n_blocks_));
+  SchedulerConfig sc;
+  sc.max_batch_tokens = c.max_batch_tokens;
+  sc.max_running = c.max_running;
+  sc.max_waiting = std::numeric_limits<int64_t>::max();  // bounded here, in submit()
+  scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
+  local_stats_.blocks_total = n_blocks_;
+  local_stats_.block_size = c.block_size;
+  stats_ = local_stats_;
+  thread_ = std::thread([this] { loop(); });
+}
+
+EngineCore::~EngineCore() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  if (!leak_report_.empty()) fmt::print(stderr, "lumen engine: KV blocks leaked at shutdown: {}\n", leak_report_);
+}
+
+void EngineCore::wake() {
+  {
+    std::lock_guard lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, const GenerationParams& params) {
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt == 0) fail("the prompt is empty");
+  for (int32_t t : prompt)
+    if (t < 0 || t >= n_vocab_) fail("prompt token id {} is outside the vocabulary (0..{})", t, n_vocab_ - 1);
+  params.sampling.validate(static_cast<int>(n_vocab_));
+  if (params.sampling.max_tokens == 0) fail("max_tokens must be at least 1 (or -1: no limit)");
+  if (params.n < 1 || params.n > config_.max_n) fail("n must be in [1, {}], got {}", config_.max_n, params.n);
+  if (params.top_logprobs < 0 || params.top_logprobs > 20) fail("top_logprobs must be in [0, 20], got {}", params.top_logprobs);
+  const int64_t n_ctx = config_.n_ctx;
+  const int64_t pool_tokens = n_blocks_ * config_.block_size;
+  if (n_prompt >= n_ctx)
+    fail("the prompt has {} tokens, which leaves no room for a generated token in the context of {} tokens", n_prompt, n_ctx);
+  if (n_prompt >= pool_tokens)
+    fail("the prompt has {} tokens but the whole KV cache holds {} ({} blocks of {}); raise --kv-memory", n_prompt,
+         pool_tokens, n_blocks_, config_.block_size);
+  const int64_t max_tokens = params.sampling.max_tokens;
+  if (max_tokens > 0 && n_prompt + max_tokens > n_ctx)
+    fail("the prompt has {} tokens; with max_tokens {} that is {}, more than the context of {} tokens", n_prompt,
+         max_tokens, n_prompt + max_tokens, n_ctx);
+  if (max_tokens > 0 && n_prompt + max_tokens > pool_tokens)
+    fail("the prompt has {} tokens; with max_tokens {} that is {}, more than the whole KV cache holds ({} tokens); raise --kv-memory",
+         n_prompt, max_tokens, n_prompt + max_tokens, pool_tokens);
+  const int64_t max_num_tokens = max_tokens > 0 ? n_prompt + max_tokens : std::min(n_ctx, pool_tokens);
+
+  std::lock_guard lock(mu_);
+  if (stop_) fail("the engine is shutting down");
+  if (n_pending_ >= config_.max_waiting)
+    throw QueueFullError(fmt::format("the waiting queue is full ({} requests); try again later", config_.max_waiting));
+  auto handle = std::make_shared<RequestHandle>(next_request_id_++, params.n, this);
+  inbox_.push_back(Submission{handle, std::move(prompt), params, max_num_tokens, now_ms()});
+  n_pending_++;
+  idle_ = false;
+  cv_.notify_all();
+  return handle;
+}
+
+void EngineCore::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return idle_; });
+}
+
+std::string EngineCore::leak_report() {
+  wait_idle();
+  std::lock_guard lock(mu_);
+  return leak_report_;
+}
+
+EngineStats EngineCore::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void EngineCore::publish_stats() {
+  EngineStats& s = local_stats_;
+  s.running = scheduler_->n_running();
+  s.waiting = scheduler_->n_waiting();
+  s.blocks_used = kv_->pool().n_used();
+  s.cache = kv_->stats();
+  s.preemptions = scheduler_->n_preemptions();
+  std::lock_guard lock(mu_);
+  stats_ = s;
+}
+
+void EngineCore::loop() {
+  std::vector<Submission> arrivals;
+  while (true) {
+    {
+      std::unique_lock lock(mu_);
+      if (inbox_.empty() && !stop_ && !wake_ && seqs_.empty()) {
+        leak_report_ = kv_->leak_report();
+        idle_ = true;
+        idle_cv_.notify_all();
+        cv_.wait(lock, [&] { return !inbox_.empty() || stop_ || wake_; });
+      }
+      wake_ = false;
+      arrivals.swap(inbox_);
+      if (stop_) {
+        for (Submission& s : arrivals) {
+          StreamEvent e;
+          e.finished = true;
+          e.finish_reason = FinishReason::Cancelled;
+          for (int i = 0; i < s.handle->n(); i++) {
+            e.index = i;
+            s.handle->push(e);
+          }
+        }
+        n_pending_ -= static_cast<int64_t>(arrivals.size());
+        arrivals.clear();
+      }
+    }
+    if (stop_) {
+      cancel_all();
+      std::lock_guard lock(mu_);
+      leak_report_ = kv_->leak_report();
+      idle_ = true;
+      idle_cv_.notify_all();
+      return;
+    }
+    for (Submission& s : arrivals) admit(s);
+    arrivals.clear();
+    // Cancellations (any state).
+    std::vector<Sequence*> cancelled;
+    for (auto& [id, q] : seqs_)
+      if (q->handle->cancel_requested()) cancelled.push_back(q.get());
+    for (Sequence* q : cancelled) finish(*q, FinishReason::Cancelled, StreamEvent{});
+    if (scheduler_->has_work()) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // A failure outside any one request (a bug): end what ran in the step, keep serving.
+        std::vector<Sequence*> running;
+        for (auto& [id, q] : seqs_)
+          if (q->req.status == RequestStatus::Running) running.push_back(q.get());
+        for (Sequence* q : running) finish(*q, FinishReason::Error, StreamEvent{}, e.what());
+      }
+    }
+    publish_stats();
+  }
+}
+
+void EngineCore::admit(Submission& s) {
+  auto q = std::make_unique<Sequence>(s.params, s.params.sampling.seed, static_cast<int>(n_vocab_), tokenizer_);
+  q->handle = s.handle;
+  q->req.id = next_seq_id_++;
+  q->req.num_prompt_tokens = static_cast<int64_t>(s.prompt.size());
+  q->req.tokens = std::move(s.prompt);
+  q->req.max_num_tokens = s.max_num_tokens;
+  q->submitted_at = s.submitted_at;
+  q->timings.prompt_tokens = q->req.num_prompt_tokens;
+  Sequence& ref = *q;
+  seqs_.emplace(q->req.id, std::move(q));
+  if (!scheduler_->add_request(&ref.req)) finish(ref, FinishReason::Error, StreamEvent{}, "the waiting queue is full");
+}
+
+void EngineCore::step() {
+  SchedulerOutput out = scheduler_->schedule();
+  for (const BlockCopy& c : out.copies) storage_->copy_rows(c.src, c.dst, c.n_rows);
+  if (out.empty()) return;
+  const double t_start = now_ms();
+
+  // One batch: every scheduled request's new tokens; logits for the last token of each request
+  // that has caught up with its tokens.
+  batch_.clear();
+  int64_t n_out = 0;
+  for (const ScheduledRequest& s : out.scheduled) {
+    Request& r = *s.request;
+    const int32_t seq_index = static_cast<int32_t>(batch_.seqs.size());
+    const int64_t end = r.num_computed_tokens + s.n_new_tokens;
+    batch_.seqs.push_back(BatchSeq{kv_->block_table(r.id), end});
+    const bool wants = end == r.num_tokens();
+    for (int64_t p = r.num_computed_tokens; p < end; p++)
+      batch_.add(r.tokens[p], static_cast<int32_t>(p), seq_index, kv_->slot(r.id, p), wants && p == end - 1);
+    n_out += wants;
+    Sequence& q = *seqs_.at(r.id);
+    if (q.first_scheduled_at < 0) q.first_scheduled_at = t_start;
+    if (q.pending) {
+      q.pending = false;
+      std::lock_guard lock(mu_);
+      n_pending_--;
+    }
+  }
+  if (logits_.size() < static_cast<size_t>(n_out * n_vocab_)) logits_.resize(static_cast<size_t>(n_out * n_vocab_));
+  try {
+    model_.forward(batch_, *storage_, logits_.data());
+  } catch (const std::exception& e) {
+    for (const ScheduledRequest& s : out.scheduled) finish(*seqs_.at(s.request->id), FinishReason::Error, StreamEvent{}, e.what());
+    return;
+  }
+  scheduler_->update_from_output(out);
+  local_stats_.steps++;
+  local_stats_.computed_tokens += out.n_tokens;
+
+  int64_t row = 0;
+  for (const ScheduledRequest& s : out.scheduled) {
+    Request& r = *s.request;
+    if (r.num_computed_tokens != r.num_tokens()) continue;  // a prompt chunk: no token yet
+    const float* logits = &logits_[static_cast<size_t>(row++ * n_vocab_)];
+    Sequence& q = *seqs_.at(r.id);
+    try {
+      if (q.params.n > 1 && !q.forked) {
+        // The other completions sample their first token from the same logits.
+        for (Sequence* other : fork(q)) {
+          try {
+            emit_token(*other, logits);
+          } catch (const std::exception& e) {
+            finish(*other, FinishReason::Error, StreamEvent{}, e.what());
+          }
+        }
+      }
+      emit_token(q, logits);
+    } catch (const std::exception& e) {
+      finish(q, FinishReason::Error, StreamEvent{}, e.what());
+    }
+  }
+}
+
+// n > 1: the other n - 1 completions share every block of the computed prompt.
+std::vector<EngineCore::Sequence*> EngineCore::fork(Sequence& parent) {
+  std::vector<Sequence*> made;
+  parent.forked = true;
+  const Request* after = &parent.req;
+  for (int i = 1; i < parent.params.n; i++) {
+    auto q = std::make_unique<Sequence>(parent.params, parent.params.sampling.seed + static_cast<uint64_t>(i),
+                                        static_cast<int>(n_vocab_), tokenizer_);
+    q->handle = parent.handle;
+    q->index = i;
+    q->forked = true;
+    q->pending = false;
+    q->req = parent.req;
+    q->req.id = next_seq_id_++;
+    q->req.num_preemptions = 0;
+    q->submitted_at = parent.submitted_at;
+    q->first_scheduled_at = parent.first_scheduled_at;
+    q->timings = parent.timings;
+    kv_->fork(parent.req.id, q->req.id);
+    scheduler_->add_running(&q->req, after);
+    after = &q->req;
+    made.push_back(q.get());
+    seqs_.emplace(q->req.id, std::move(q));
+  }
+  return made;
+}
+
+void EngineCore::emit_token(Sequence& q, const float* logits) {
+  Request& r = q.req;
+  const int32_t tok = q.sampler.sample(logits, r.tokens);
+  const double t = now_ms();
+  StreamEvent e;
+  e.index = q.index;
+  e.token = tok;
+  if (q.params.logprobs || q.params.top_logprobs > 0) {
+    // log softmax of the raw logits (the model's distribution, before sampling parameters)
+    float mx = logits[0];
+    for (int64_t i = 1; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n_vocab_; i++) sum += std::exp(static_cast<double>(logits[i] - mx));
+    e.logprob = static_cast<float>(static_cast<double>(logits[tok] - mx) - std::log(sum));
+    if (q.params.top_logprobs > 0) e.top_logprobs = top_probs(logits, static_cast<int>(n_vocab_), q.params.top_logprobs);
+  }
+  if (r.num_output_tokens() == 0) q.timings.ttft_ms = t - q.submitted_at;
+  else q.timings.itl_ms.push_back(t - q.last_token_at);
+  q.last_token_at = t;
+  r.tokens.push_back(tok);
+  local_stats_.generated_tokens++;
+
+  if (tokenizer_.is_eog(tok) && !q.params.ignore_eos) return finish(q, FinishReason::Eog, std::move(e));
+  const StopChecker::Step st = q.stops.feed(q.detok.push(tok));
+  e.text = st.emit;
+  if (st.stopped) return finish(q, FinishReason::Stop, std::move(e));
+  if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e));
+  q.handle->push(std::move(e));
+}
+
+// Ends one completion: releases held-back text (unless a stop string ended it), frees its
+// blocks, and pushes `event` as its last.
+void EngineCore::finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error) {
+  Request& r = q.req;
+  if (reason != FinishReason::Stop && reason != FinishReason::Error) {
+    const StopChecker::Step st = q.stops.feed(q.detok.flush());
+    event.text += st.emit;
+    if (st.stopped) reason = FinishReason::Stop;
+    else event.text += q.stops.finish();
+  }
+  scheduler_->finish_request(&r, reason);
+  if (q.pending) {
+    q.pending = false;
+    std::lock_guard lock(mu_);
+    n_pending_--;
+  }
+  q.timings.queue_ms = q.first_scheduled_at >= 0 ? q.first_scheduled_at - q.submitted_at : now_ms() - q.submitted_at;
+  q.timings.total_ms = now_ms() - q.submitted_at;
+  q.timings.cached_prompt_tokens = std::max<int64_t>(0, r.num_cached_tokens);
+  q.timings.generated_tokens = r.num_output_tokens();
+  q.timings.preemptions = r.num_preemptions;
+  event.index = q.index;
+  event.finished = true;
+  event.finish_reason = reason;
+  event.error = error;
+  event.timings = q.timings;
+  local_stats_.requests_finished++;
+  auto handle = q.handle;
+  seqs_.erase(r.id);  // q is gone from here on
+  handle->push(std::move(event));
+}
+
+void EngineCore::cancel_all() {
+  std::vector<Sequence*> all;
+  for (auto& [id, q] : seqs_) all.push_back(q.get());
+  for (Sequence* q : all) finish(*q, FinishReason::Cancelled, StreamEvent{});
+}
+
+}  // namespace lumen

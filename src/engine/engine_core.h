@@ -1,0 +1,152 @@
+// EngineCore: the serving engine's one thread. It owns the scheduler, the KV cache (manager and
+// storage) and drives the model (and with it the one thread pool): schedule -> build one Batch
+// -> Model::forward -> sample every request that wants a token -> update, step after step.
+// Callers on any thread submit requests and read each request's stream of events
+// (RequestHandle); they never touch the model or the KV cache.
+//
+// Each request has its own sampler with its own seeded RNG, and the kernels are batch invariant,
+// so a request's tokens do not depend on what else runs, on how its prompt was chunked, or on
+// preemptions. A request with n > 1 computes its prompt once; its completions then share the
+// prompt's blocks (the partly filled last block is copied on write).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "engine/request_output.h"
+#include "engine/sampling_params.h"
+#include "engine/scheduler.h"
+#include "kv/kv_cache_manager.h"
+#include "kv/kv_storage.h"
+#include "model/batch.h"
+
+namespace lumen {
+
+class Model;
+class Tokenizer;
+
+// A full waiting queue: the caller should retry later (HTTP 429/503).
+class QueueFullError : public Error {
+ public:
+  using Error::Error;
+};
+
+struct EngineConfig {
+  int64_t n_ctx = 0;               // positions per sequence (prompt + generated); 0: the model's, at most 4096
+  int64_t max_running = 16;        // --parallel: most sequences computed together
+  int64_t max_batch_tokens = 512;  // token budget of one step (at most the model's n_batch)
+  int64_t max_waiting = 1024;      // a full queue refuses new requests
+  int32_t block_size = 16;         // --kv-block-size
+  int64_t kv_memory = 0;           // --kv-memory bytes; 0: what n_ctx x max_running needs, capped by free RAM
+  bool prefix_caching = true;
+  GgmlType kv_type = GgmlType::F16;
+  int max_n = 16;                  // most completions one request may ask for
+};
+
+struct GenerationParams {
+  SamplingParams sampling;  // max_tokens -1: until end of generation or the context is full
+  int n = 1;                // completions of the prompt; completion i samples with seed + i
+  bool logprobs = false;    // report each token's log-probability
+  int top_logprobs = 0;     // and the k most likely tokens at each step
+  bool ignore_eos = false;  // end-of-generation tokens do not end the completion
+};
+
+struct EngineStats {
+  int64_t running = 0, waiting = 0;
+  int64_t blocks_total = 0, blocks_used = 0, block_size = 0;
+  KvCacheStats cache;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t computed_tokens = 0;   // tokens evaluated by forward passes
+  int64_t generated_tokens = 0;  // tokens sampled
+  int64_t requests_finished = 0;
+};
+
+class EngineCore {
+ public:
+  // Sizes the KV pool and starts the engine thread. Errors: a budget above the model's n_batch,
+  // a pool that cannot hold one block, invalid sizes.
+  EngineCore(Model& model, const Tokenizer& tokenizer, const EngineConfig& config);
+  // Cancels whatever still runs, then stops the thread; reports leaked KV blocks on stderr.
+  ~EngineCore();
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  // Queues a request for `prompt` (token ids). Refused with Error, naming the numbers, when the
+  // prompt is empty or has an id outside the vocabulary, when it plus max_tokens cannot fit the
+  // context or the prompt cannot fit the KV pool, or when a parameter is invalid; with
+  // QueueFullError when the waiting queue is full. Never truncates.
+  std::shared_ptr<RequestHandle> submit(std::vector<int32_t> prompt, const GenerationParams& params);
+
+  // Blocks until no request is queued or running.
+  void wait_idle();
+  // After wait_idle(): empty when every KV block is back in the pool, else who holds them.
+  std::string leak_report();
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }  // resolved (n_ctx, kv_memory)
+  int64_t n_blocks() const { return n_blocks_; }
+  // Tokens the pool can hold for one sequence (it may not use more than the whole pool).
+  int64_t max_sequence_tokens() const { return std::min<int64_t>(config_.n_ctx, n_blocks_ * config_.block_size); }
+
+  void wake();  // the engine thread re-checks its inbox (submissions, cancellations)
+
+ private:
+  struct Sequence;
+  struct Submission {
+    std::shared_ptr<RequestHandle> handle;
+    std::vector<int32_t> prompt;
+    GenerationParams params;
+    int64_t max_num_tokens;
+    double submitted_at;
+  };
+
+  void loop();
+  void step();
+  void admit(Submission& s);
+  std::vector<Sequence*> fork(Sequence& parent);
+  void emit_token(Sequence& q, const float* logits);
+  void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
+  void cancel_all();
+  void publish_stats();
+
+  Model& model_;
+  const Tokenizer& tokenizer_;
+  EngineConfig config_;
+  int64_t n_vocab_;
+  int64_t n_blocks_ = 0;
+  std::unique_ptr<KvCacheManager> kv_;
+  std::unique_ptr<KvStorage> storage_;
+  std::unique_ptr<Scheduler> scheduler_;
+
+  // Engine-thread state.
+  std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
+  RequestId next_seq_id_ = 1;
+  Batch batch_;
+  std::vector<float> logits_;
+  EngineStats local_stats_;
+
+  // Shared with callers.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // inbox or stop
+  std::condition_variable idle_cv_;  // idle
+  std::vector<Submission> inbox_;
+  bool stop_ = false;
+  bool wake_ = false;
+  bool idle_ = true;
+  int64_t n_pending_ = 0;  // submitted, not yet admitted to the scheduler's queue or running
+  std::string leak_report_;
+  EngineStats stats_;
+  RequestId next_request_id_ = 1;
+  std::thread thread_;
+};
+
+}  // namespace lumen

@@ -1,0 +1,66 @@
+#include "engine/request_output.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/engine_core.h"
+
+namespace lumen {
+
+double RequestTimings::decode_ms() const { return std::accumulate(itl_ms.begin(), itl_ms.end(), 0.0); }
+
+double RequestTimings::decode_tok_s() const {
+  const double ms = decode_ms();
+  return ms > 0 ? 1000.0 * static_cast<double>(itl_ms.size()) / ms : 0.0;
+}
+
+double RequestTimings::itl_mean() const {
+  return itl_ms.empty() ? 0.0 : decode_ms() / static_cast<double>(itl_ms.size());
+}
+
+double RequestTimings::itl_percentile(double p) const {
+  if (itl_ms.empty()) return 0.0;
+  std::vector<double> v = itl_ms;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+std::optional<StreamEvent> RequestHandle::next() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !events_.empty() || remaining_ == 0; });
+  if (events_.empty()) return std::nullopt;
+  StreamEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+std::optional<StreamEvent> RequestHandle::try_next() {
+  std::lock_guard lock(mu_);
+  if (events_.empty()) return std::nullopt;
+  StreamEvent e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+bool RequestHandle::done() const {
+  std::lock_guard lock(mu_);
+  return remaining_ == 0 && events_.empty();
+}
+
+void RequestHandle::cancel() {
+  if (cancelled_.exchange(true)) return;
+  if (engine_) engine_->wake();
+}
+
+void RequestHandle::push(StreamEvent event) {
+  {
+    std::lock_guard lock(mu_);
+    if (event.finished) remaining_--;
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+}  // namespace lumen

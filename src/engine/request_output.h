@@ -1,0 +1,84 @@
+// What a caller gets back for a request: a stream of events (one per generated token, then one
+// that ends each of the request's n completions), and the timings a user asks about.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/sampler.h"
+
+namespace lumen {
+
+struct RequestTimings {
+  double queue_ms = 0;          // submission to the first step that computes it
+  double ttft_ms = 0;           // submission to the first generated token
+  std::vector<double> itl_ms;   // between consecutive generated tokens
+  double total_ms = 0;          // submission to the end
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // found in the prefix cache, not computed
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+
+  double prefill_ms() const { return ttft_ms - queue_ms; }  // first step to first token
+  double decode_ms() const;                                 // sum of itl_ms
+  double decode_tok_s() const;
+  double itl_mean() const;
+  double itl_percentile(double p) const;  // nearest rank, p in [0, 100]
+};
+
+struct StreamEvent {
+  int index = 0;          // which of the request's n completions
+  int32_t token = -1;     // the generated token; -1 for an end without one (cancelled, error)
+  float logprob = NAN;    // of the token under the model's distribution, when asked
+  std::vector<TokenProb> top_logprobs;  // when asked: the most likely tokens at this step
+  std::string text;       // text this event releases: valid UTF-8, stop strings held back
+  bool finished = false;  // this completion has ended (no more events for this index)
+  FinishReason finish_reason = FinishReason::None;
+  std::string error;      // finish_reason == Error: what went wrong
+  RequestTimings timings; // finished only
+};
+
+class EngineCore;
+
+// One submitted request's output stream. Thread-safe: the engine thread pushes, any one
+// consumer thread pops. Must not outlive its engine (cancel() wakes the engine).
+class RequestHandle {
+ public:
+  RequestHandle(RequestId id, int n, EngineCore* engine) : id_(id), n_(n), remaining_(n), engine_(engine) {}
+
+  RequestId id() const { return id_; }
+  int n() const { return n_; }
+  // The next event, waiting for it; nullopt once every completion has finished and its events
+  // are taken.
+  std::optional<StreamEvent> next();
+  // The same without waiting: nullopt when nothing is queued now.
+  std::optional<StreamEvent> try_next();
+  // Ends every completion of the request (finish reason cancelled) at the engine's next step,
+  // freeing its KV blocks; events already queued stay readable. Safe from any thread, any time.
+  void cancel();
+  bool cancel_requested() const { return cancelled_.load(std::memory_order_relaxed); }
+  bool done() const;
+
+  // Engine side.
+  void push(StreamEvent event);
+
+ private:
+  RequestId id_;
+  int n_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  int remaining_;  // completions not yet finished
+  std::atomic<bool> cancelled_{false};
+  EngineCore* engine_;
+};
+
+}  // namespace lumen

@@ -1,0 +1,79 @@
+// Scheduler: decides, each step, which requests compute how many tokens; after vLLM v1's
+// scheduler. Pure logic over Requests and the KvCacheManager (no tensors, no threads).
+//
+// Each step spends a token budget (max_batch_tokens): running requests first, in the order they
+// started (their next token, or a chunk of their prompt while they catch up), then waiting
+// requests in arrival order, whose prompts are split across steps as the budget allows (chunked
+// prefill), after skipping the prefix the cache already holds. When the KV cache cannot hold a
+// running request's new tokens, the most recently started running request is preempted: its
+// blocks are freed and it returns to the front of the waiting queue, to be recomputed later
+// (mostly from the prefix cache). Since admission guarantees that every request fits the pool
+// alone, the oldest running request always makes progress: no deadlock, no livelock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "kv/kv_cache_manager.h"
+
+namespace lumen {
+
+struct SchedulerConfig {
+  int64_t max_batch_tokens = 512;  // token budget of one step
+  int64_t max_running = 16;        // most running sequences (--parallel)
+  int64_t max_waiting = 1024;      // a full waiting queue refuses new requests
+};
+
+struct ScheduledRequest {
+  Request* request = nullptr;
+  int64_t n_new_tokens = 0;  // computes tokens [num_computed_tokens, num_computed_tokens + n)
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> scheduled;  // in batch order
+  std::vector<Request*> preempted;          // preempted during this step
+  std::vector<BlockCopy> copies;            // copy-on-write, before the forward pass
+  int64_t n_tokens = 0;
+  bool empty() const { return scheduled.empty(); }
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // Queues a new request (status Waiting, nothing computed). Returns false, queuing nothing,
+  // when the waiting queue is full.
+  [[nodiscard]] bool add_request(Request* request);
+  // Adds a request that already holds KV blocks (a fork of a running one) to the running set,
+  // right after `after`.
+  void add_running(Request* request, const Request* after);
+
+  SchedulerOutput schedule();
+  // After the forward pass of `out`: advances num_computed_tokens and names the newly full
+  // blocks in the prefix cache.
+  void update_from_output(const SchedulerOutput& out);
+  // Ends a request in any state (waiting, preempted, running): it leaves every queue and its
+  // blocks return to the pool. Finishing a finished request changes nothing.
+  void finish_request(Request* request, FinishReason reason);
+
+  int64_t n_running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t n_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  int64_t n_preemptions() const { return n_preemptions_; }
+
+ private:
+  void preempt(Request* request);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  std::vector<Request*> running_;  // in the order they started
+  std::deque<Request*> waiting_;   // preempted requests at the front, then arrival order
+  int64_t n_preemptions_ = 0;
+};
+
+}  // namespace lumen

@@ -160,5 +160,190 @@ TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticQwen) {
   expect_concurrent_equals_alone(m, together_config(), true);
 }
 
+class EngineStories : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test::shared_exists("models/stories260K.gguf")) GTEST_SKIP();
+    m_ = load(test::shared_path("models/stories260K.gguf"));
+  }
+  std::vector<int32_t> tokens(const std::string& text) { return m_.tok->encode(text, true, false); }
+  Loaded m_;
+};
+
+// A request sharing a long prefix with an earlier one reports the cached tokens, skips them and
+// produces the same output as without the cache.
+TEST_F(EngineStories, PrefixHitSkipsWorkAndChangesNothing) {
+  std::string story = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun. ";
+  const std::vector<int32_t> a = tokens(story + "One day she saw a big red ball.");
+  const std::vector<int32_t> b = tokens(story + "Her friend Tom came to play with her.");
+  EngineConfig c;
+  c.n_ctx = 256;
+  c.max_batch_tokens = 16;  // several prefill chunks
+  Outcome cold;
+  {
+    EngineConfig off = c;
+    off.prefix_caching = false;
+    EngineCore e(*m_.model, *m_.tok, off);
+    cold = drain(*e.submit(b, params_for(0, true)))[0];
+    EXPECT_EQ(cold.timings.cached_prompt_tokens, 0);
+  }
+  EngineCore e(*m_.model, *m_.tok, c);
+  drain(*e.submit(a, params_for(1, true)));
+  const Outcome warm = drain(*e.submit(b, params_for(0, true)))[0];
+  EXPECT_EQ(warm.tokens, cold.tokens);
+  size_t common = 0;
+  while (common < a.size() && common < b.size() && a[common] == b[common]) common++;
+  EXPECT_EQ(warm.timings.cached_prompt_tokens, static_cast<int64_t>(common / 16 * 16));
+  EXPECT_GE(warm.timings.cached_prompt_tokens, 16);
+  const EngineStats st = e.stats();
+  EXPECT_EQ(st.cache.prefix_hit_tokens, warm.timings.cached_prompt_tokens);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+// n > 1: the prompt is computed once and shared; completion i equals a lone request seeded
+// with seed + i.
+TEST_F(EngineStories, ForksEqualLoneRunsWithTheirSeeds) {
+  const std::vector<int32_t> prompt = tokens("The little dog ran to the");  // not block-aligned
+  EngineConfig c;
+  c.n_ctx = 256;
+  EngineCore e(*m_.model, *m_.tok, c);
+  GenerationParams p = params_for(5, true, 30);
+  p.n = 3;
+  const std::vector<Outcome> forked = drain(*e.submit(prompt, p));
+  const int64_t computed_forked = e.stats().computed_tokens;
+  ASSERT_EQ(forked.size(), 3u);
+  for (int i = 0; i < 3; i++) {
+    GenerationParams one = params_for(5, true, 30);
+    one.sampling.seed += i;
+    EngineConfig cold = c;
+    cold.prefix_caching = false;
+    EngineCore lone(*m_.model, *m_.tok, cold);
+    const Outcome o = drain(*lone.submit(prompt, one))[0];
+    EXPECT_EQ(forked[i].tokens, o.tokens) << "completion " << i;
+    EXPECT_EQ(forked[i].reason, FinishReason::Length);
+  }
+  // Prompt once, then 29 decode steps for each of the 3 completions.
+  EXPECT_EQ(computed_forked, static_cast<int64_t>(prompt.size()) + 3 * 29);
+  EXPECT_NE(forked[0].tokens, forked[1].tokens);  // different seeds, different stories
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST_F(EngineStories, CancelInEveryStateFreesEverything) {
+  EngineConfig c;
+  c.n_ctx = 2048;     // long enough that the first request is still running when cancelled
+  c.max_running = 1;  // the second request waits behind the first
+  EngineCore e(*m_.model, *m_.tok, c);
+  GenerationParams p = params_for(0, false, -1);
+  auto running = e.submit(tokens("Once upon a time"), p);
+  auto waiting = e.submit(tokens("The sun was"), p);
+  auto first = running->next();  // the first token has come: it is running
+  ASSERT_TRUE(first.has_value());
+  waiting->cancel();
+  running->cancel();
+  auto last_of = [](RequestHandle& h) {
+    StreamEvent last;
+    while (auto ev = h.next()) last = *ev;
+    return last;
+  };
+  EXPECT_EQ(last_of(*running).finish_reason, FinishReason::Cancelled);
+  EXPECT_EQ(last_of(*waiting).finish_reason, FinishReason::Cancelled);
+  running->cancel();  // again, after the end: nothing happens
+  EXPECT_EQ(e.leak_report(), "");
+  // The engine goes on.
+  EXPECT_EQ(drain(*e.submit(tokens("Lily"), params_for(0, false, 5)))[0].tokens.size(), 5u);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST_F(EngineStories, RefusalsNameTheNumbers) {
+  EngineConfig c;
+  c.n_ctx = 64;
+  c.max_waiting = 2;
+  EngineCore e(*m_.model, *m_.tok, c);
+  const std::vector<int32_t> long_prompt(64, 300);
+  auto message = [&](const std::vector<int32_t>& prompt, const GenerationParams& p) -> std::string {
+    try {
+      e.submit(prompt, p);
+    } catch (const Error& err) {
+      return err.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message(long_prompt, params_for(0, false)).find("64 tokens"), std::string::npos);
+  EXPECT_NE(message(std::vector<int32_t>(50, 300), params_for(0, false, 20)).find("70"), std::string::npos);
+  EXPECT_NE(message({}, params_for(0, false)).find("empty"), std::string::npos);
+  EXPECT_NE(message({1, 999999}, params_for(0, false)).find("vocabulary"), std::string::npos);
+  GenerationParams bad = params_for(0, false);
+  bad.sampling.top_p = 2.0f;
+  EXPECT_NE(message({1, 2}, bad).find("top_p"), std::string::npos);
+  bad = params_for(0, false);
+  bad.n = 0;
+  EXPECT_NE(message({1, 2}, bad).find("n must be"), std::string::npos);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST_F(EngineStories, PromptLargerThanThePoolIsRefused) {
+  EngineConfig c;
+  c.n_ctx = 256;
+  c.block_size = 16;
+  c.kv_memory = static_cast<int64_t>(m_.model->kv_layout(c.kv_type, 16).block_bytes()) * 4;  // 64 tokens
+  EngineCore e(*m_.model, *m_.tok, c);
+  try {
+    e.submit(std::vector<int32_t>(80, 300), params_for(0, false, 4));
+    FAIL() << "expected a refusal";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("KV cache holds 64"), std::string::npos) << err.what();
+  }
+}
+
+TEST_F(EngineStories, RunningOutOfContextEndsWithLength) {
+  EngineConfig c;
+  c.n_ctx = 40;
+  EngineCore e(*m_.model, *m_.tok, c);
+  const std::vector<int32_t> prompt = tokens("Once upon a time");
+  GenerationParams p = params_for(0, false, -1);
+  const Outcome o = drain(*e.submit(prompt, p))[0];
+  EXPECT_EQ(o.reason, FinishReason::Length);
+  EXPECT_EQ(static_cast<int64_t>(prompt.size() + o.tokens.size()), 40);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST_F(EngineStories, QueueFullIsItsOwnError) {
+  EngineConfig c;
+  c.n_ctx = 256;
+  c.max_running = 1;
+  c.max_waiting = 2;
+  EngineCore e(*m_.model, *m_.tok, c);
+  GenerationParams p = params_for(0, false, -1);
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  bool refused = false;
+  for (int i = 0; i < 20 && !refused; i++) {
+    try {
+      hs.push_back(e.submit(tokens("Once upon a time"), p));
+    } catch (const QueueFullError&) {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused);
+  for (auto& h : hs) h->cancel();
+  for (auto& h : hs) drain(*h);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST_F(EngineStories, StopStringsAndEogEndTheText) {
+  EngineConfig c;
+  c.n_ctx = 256;
+  EngineCore e(*m_.model, *m_.tok, c);
+  GenerationParams p = params_for(0, false, 200);
+  p.ignore_eos = false;
+  const Outcome full = drain(*e.submit(tokens("Once upon a time"), p))[0];
+  ASSERT_GT(full.text.size(), 20u);
+  const std::string stop = full.text.substr(10, 4);
+  p.sampling.stop = {stop};
+  const Outcome stopped = drain(*e.submit(tokens("Once upon a time"), p))[0];
+  EXPECT_EQ(stopped.reason, FinishReason::Stop);
+  EXPECT_EQ(stopped.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(e.leak_report(), "");
+}
+
 }  // namespace
 }  // namespace lumen

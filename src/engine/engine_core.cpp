@@ -199,6 +199,7 @@ void EngineCore::publish_stats() {
   s.blocks_used = kv_->pool().n_used();
   s.cache = kv_->stats();
   s.preemptions = scheduler_->n_preemptions();
+  s.blocks_used_peak = std::max(s.blocks_used_peak, s.blocks_used);
   std::lock_guard lock(mu_);
   stats_ = s;
 }
@@ -311,6 +312,14 @@ void EngineCore::step() {
   scheduler_->update_from_output(out);
   local_stats_.steps++;
   local_stats_.computed_tokens += out.n_tokens;
+  for (const ScheduledRequest& s : out.scheduled) {
+    const int64_t held = static_cast<int64_t>(kv_->block_table(s.request->id).size());
+    const int64_t written = s.request->num_computed_tokens;
+    local_stats_.block_steps += held;
+    local_stats_.empty_block_steps += held - kv_->blocks_for(written);
+    local_stats_.slot_steps += held * config_.block_size;
+    local_stats_.token_steps += written;
+  }
 
   int64_t row = 0;
   for (const ScheduledRequest& s : out.scheduled) {

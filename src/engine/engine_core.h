@@ -68,6 +68,10 @@ struct EngineStats {
   int64_t computed_tokens = 0;   // tokens evaluated by forward passes
   int64_t generated_tokens = 0;  // tokens sampled
   int64_t requests_finished = 0;
+  int64_t blocks_used_peak = 0;
+  // Sums over steps of the running requests' KV holdings (means over a run: divide two sums):
+  // blocks held, of which holding no token yet; slots in those blocks, of which written.
+  int64_t block_steps = 0, empty_block_steps = 0, slot_steps = 0, token_steps = 0;
 };
 
 class EngineCore {
@@ -91,6 +95,7 @@ class EngineCore {
   // After wait_idle(): empty when every KV block is back in the pool, else who holds them.
   std::string leak_report();
 
+  // As of the last finished step (after wait_idle(): of all work so far).
   EngineStats stats() const;
   const EngineConfig& config() const { return config_; }  // resolved (n_ctx, kv_memory)
   int64_t n_blocks() const { return n_blocks_; }

@@ -103,8 +103,8 @@ TEST_F(RunCli, StopsAtContextEnd) {
   auto r = test::run_cli("run " + model_ + " --json -c 12 -n 100 -p 'Once upon a time'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = json::parse(r.out);
-  EXPECT_EQ(j["stop_reason"], "context");
-  EXPECT_EQ(j["prompt_tokens"].size() + j["tokens"].size(), 13u);  // the last token is sampled, not evaluated
+  EXPECT_EQ(j["stop_reason"], "length");
+  EXPECT_EQ(j["prompt_tokens"].size() + j["tokens"].size(), 12u);  // a sequence holds at most -c tokens
 }
 
 TEST_F(RunCli, PerplexityMatchesReference) {

@@ -100,6 +100,7 @@ class EngineTest : public testing::Test {
       EXPECT_EQ(o.tokens.size(), 24u);
     }
     EXPECT_EQ(e.leak_report(), "");
+    e.wait_idle();
     if (preemptions) *preemptions = e.stats().preemptions;
   }
 };
@@ -195,6 +196,7 @@ TEST_F(EngineStories, PrefixHitSkipsWorkAndChangesNothing) {
   while (common < a.size() && common < b.size() && a[common] == b[common]) common++;
   EXPECT_EQ(warm.timings.cached_prompt_tokens, static_cast<int64_t>(common / 16 * 16));
   EXPECT_GE(warm.timings.cached_prompt_tokens, 16);
+  e.wait_idle();
   const EngineStats st = e.stats();
   EXPECT_EQ(st.cache.prefix_hit_tokens, warm.timings.cached_prompt_tokens);
   EXPECT_EQ(e.leak_report(), "");
@@ -210,6 +212,7 @@ TEST_F(EngineStories, ForksEqualLoneRunsWithTheirSeeds) {
   GenerationParams p = params_for(5, true, 30);
   p.n = 3;
   const std::vector<Outcome> forked = drain(*e.submit(prompt, p));
+  e.wait_idle();  // stats are published after each step
   const int64_t computed_forked = e.stats().computed_tokens;
   ASSERT_EQ(forked.size(), 3u);
   for (int i = 0; i < 3; i++) {

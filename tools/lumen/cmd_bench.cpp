@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "diagnostics/batch_benchmark.h"
 #include "diagnostics/benchmark.h"
 #include "diagnostics/roofline_report.h"
 #include "gguf/gguf_file.h"
@@ -19,6 +20,7 @@
 #include "kernels/isa.h"
 #include "kernels/roofline.h"
 #include "model/model.h"
+#include "engine_options.h"
 #include "model_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,7 +36,9 @@ struct BenchArgs {
   bool json = false;
   bool remeasure = false;
   std::string plot;
-  std::string kv_type = "f16";
+  std::vector<int64_t> batches;  // --batch: through the engine, this many sequences at once
+  int64_t cached_prefix = 0;     // --cached-prefix: TTFT with this many prompt tokens cached
+  EngineArgs engine;
 };
 
 // Progress on stderr: one self-overwriting line on a terminal, a line per phase otherwise.
@@ -93,6 +97,99 @@ std::string name_of(const GgufFile& f, const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
+// --batch / --cached-prefix: the engine's throughput and prefix-cache TTFT.
+void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurement& machine, int n_threads,
+                      const std::string& path) {
+  Model& model = *m.model;
+  BatchBenchOptions o;
+  o.batches = a.batches;
+  o.n_prompt = a.n_prompt;
+  o.n_gen = a.n_gen;
+  o.bos = m.tokenizer->bos_id();
+  if (o.bos >= model.config().n_vocab) o.bos = -1;
+  o.engine = a.engine.to_config(0);
+  ModelCost cost = model_cost(*m.file, model.config(), model.weight_bytes(), o.engine.kv_type, a.model.f16_as_bf16);
+  const double weights_per_token = cost.weight_bytes_per_token;
+  if (!a.json) {
+    fmt::print("model     {} ({})\n", path, cost.type_mix_string());
+    fmt::print("setup     {} threads, {} kernels, {} KV cache, blocks of {}, step budget {} tokens; p={} n={}\n", n_threads,
+               isa_name(active_isa()), type_name(o.engine.kv_type), o.engine.block_size, o.engine.max_batch_tokens,
+               a.n_prompt, a.n_gen);
+    fmt::print("machine   DRAM read {} GB/s, FP32 FMA {} GFLOP/s{} ({})\n\n", format_3sig(machine.dram_read_gbps),
+               format_3sig(machine.fp32_gflops),
+               machine.int8_gops > 0 ? fmt::format(", int8 VNNI {} GOP/s", format_3sig(machine.int8_gops)) : "",
+               machine.from_cache ? "cached roofline" : "measured now");
+    if (!o.batches.empty())
+      fmt::print("{:>5} {:>13} {:>9} {:>10} {:>10} {:>10} {:>13} {:>13}  {}\n", "batch", "decode tok/s", "speedup",
+                 "ITL p50 ms", "ITL p99 ms", "TTFT p50", "KV blocks", "unused slots", "verdict");
+  }
+  double base = 0;
+  auto on_result = [&](const BatchBenchResult& r) {
+    // Per decoded token the weights are read once per step, shared by the batch's tokens.
+    ModelCost c = cost;
+    c.weight_bytes_per_token = weights_per_token / static_cast<double>(r.batch);
+    const BenchShape shape{a.n_prompt, a.n_gen, model.n_batch()};
+    const RooflineReport rr = analyze_roofline(c, shape, 0, r.decode_tok_s, machine);
+    if (r.batch == a.batches.front()) base = r.decode_tok_s / static_cast<double>(r.batch);
+    const double speedup = base > 0 ? r.decode_tok_s / base : 0;
+    if (a.json) {
+      nlohmann::json j;
+      j["batch"] = r.batch;
+      j["n_prompt"] = a.n_prompt;
+      j["n_gen"] = a.n_gen;
+      j["threads"] = n_threads;
+      j["decode_tok_s"] = r.decode_tok_s;
+      j["decode_tokens"] = r.decode_tokens;
+      j["decode_ms"] = r.decode_ms;
+      j["itl_ms_p50"] = r.itl_ms_p50;
+      j["itl_ms_p99"] = r.itl_ms_p99;
+      j["ttft_ms_p50"] = r.ttft_ms_p50;
+      j["ttft_ms_max"] = r.ttft_ms_max;
+      j["wall_ms"] = r.wall_ms;
+      j["kv_blocks_used"] = r.blocks_used_peak;
+      j["kv_blocks_total"] = r.blocks_total;
+      j["kv_block_size"] = r.block_size;
+      j["kv_empty_block_frac"] = r.empty_block_frac;
+      j["kv_unused_slot_frac"] = r.unused_slot_frac;
+      j["preemptions"] = r.preemptions;
+      j["decode_gb_s"] = rr.decode.gb_s;
+      j["decode_gflop_s"] = rr.decode.gflop_s;
+      j["decode_roofline_frac"] = rr.decode.frac;
+      j["decode_bound"] = rr.decode.bandwidth_bound ? "bandwidth" : "compute";
+      j["verdict"] = rr.decode.verdict;
+      j["ceilings"] = {{"dram_read_gb_s", machine.dram_read_gbps},
+                       {"fp32_gflop_s", machine.fp32_gflops},
+                       {"int8_gop_s", machine.int8_gops},
+                       {"from_cache", machine.from_cache}};
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("{:>5} {:>13.1f} {:>8.2f}x {:>10.2f} {:>10.2f} {:>10.1f} {:>6}/{:<6} {:>12.1f}%  {}\n", r.batch,
+                 r.decode_tok_s, speedup, r.itl_ms_p50, r.itl_ms_p99, r.ttft_ms_p50, r.blocks_used_peak,
+                 r.blocks_total, 100.0 * r.unused_slot_frac, rr.decode.verdict);
+    }
+    std::fflush(stdout);
+  };
+  if (!o.batches.empty()) run_batch_benchmark(model, *m.tokenizer, o, on_result);
+  if (a.cached_prefix > 0) {
+    const PrefixTtftResult p = measure_prefix_ttft(model, *m.tokenizer, o, a.cached_prefix, a.n_reps);
+    if (a.json) {
+      nlohmann::json j;
+      j["cached_prefix"] = p.n_prefix;
+      j["n_prompt"] = p.n_prompt;
+      j["cached_tokens"] = p.cached_tokens;
+      j["ttft_cold_ms"] = p.cold_ttft_ms;
+      j["ttft_cached_ms"] = p.cached_ttft_ms;
+      j["ttft_ratio"] = p.cached_ttft_ms > 0 ? p.cold_ttft_ms / p.cached_ttft_ms : 0.0;
+      fmt::print("{}\n", j.dump());
+    } else {
+      fmt::print("\nprefix    a {}-token prompt: TTFT cold {:.2f} ms, with its first {} tokens cached ({} found) {:.2f} ms: "
+                 "{:.1f}x lower (medians of {})\n",
+                 p.n_prompt, p.cold_ttft_ms, p.n_prefix, p.cached_tokens, p.cached_ttft_ms,
+                 p.cached_ttft_ms > 0 ? p.cold_ttft_ms / p.cached_ttft_ms : 0.0, a.n_reps);
+    }
+  }
+}
+
 void run_bench(const BenchArgs& a) {
   if (a.n_prompt < 1) fail("-p/--n-prompt must be at least 1");
   if (a.n_gen < 0) fail("-n/--n-gen must not be negative");
@@ -137,6 +234,7 @@ void run_bench(const BenchArgs& a) {
   ModelArgs margs = a.model;
   margs.n_threads = n_threads;
   margs.model_path = path;
+  if (!a.batches.empty() || a.cached_prefix > 0) margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
   progress.line(fmt::format("loading {}", path));
   auto m = load_model(margs);
   Model& model = *m->model;
@@ -145,11 +243,16 @@ void run_bench(const BenchArgs& a) {
     progress.line(fmt::format("note: {} + {} positions exceed the model's training context of {}", a.n_prompt,
                               a.n_gen, cfg.n_ctx_train));
 
+  if (!a.batches.empty() || a.cached_prefix > 0) {
+    run_engine_bench(a, *m, machine, n_threads, path);
+    return;
+  }
+
   BenchOptions opt;
   opt.n_prompt = a.n_prompt;
   opt.n_gen = a.n_gen;
   opt.n_reps = a.n_reps;
-  opt.kv_type = a.kv_type == "f32" ? GgmlType::F32 : GgmlType::F16;
+  opt.kv_type = parse_kv_type(a.engine.kv_type);
   opt.bos = m->tokenizer->bos_id();
   if (opt.bos >= cfg.n_vocab) opt.bos = -1;
   const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
@@ -276,8 +379,11 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", a.n_reps, "repetitions; medians are reported (default 3)");
   cmd->add_flag("--json", a.json, "print one JSON object");
   cmd->add_option("--plot", a.plot, "write a roofline chart to this SVG file");
-  cmd->add_option("--kv-type", a.kv_type, "KV cache element type: f16 (default, as llama-bench) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  cmd->add_option("--batch", a.batches, "through the engine: decode this many sequences together, e.g. 1,4,16,32")
+      ->delimiter(',');
+  cmd->add_option("--cached-prefix", a.cached_prefix,
+                  "through the engine: TTFT of a prompt whose first N tokens are in the prefix cache, against cold");
+  a.engine.add_to(cmd, /*with_parallel=*/false);
   cmd->add_flag("--remeasure", a.remeasure,
                 "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
   cmd->callback([] { run_bench(a); });

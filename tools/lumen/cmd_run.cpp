@@ -1,7 +1,10 @@
 // `lumen run`: generate text from a prompt, streaming it, then report the timings.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <deque>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -11,9 +14,10 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "engine/generator.h"
+#include "engine/engine_core.h"
 #include "engine/sampling_params.h"
 #include "model/model.h"
+#include "engine_options.h"
 #include "model_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -39,6 +43,7 @@ struct RunArgs {
   std::vector<std::string> logit_bias;
   std::vector<std::string> stop;
   bool json = false;
+  EngineArgs engine;
 };
 
 LogitBias parse_bias(const std::string& s) {
@@ -62,19 +67,54 @@ LogitBias parse_bias(const std::string& s) {
   return b;
 }
 
-void print_timings(const GenerationResult& r, uint64_t seed) {
+// One prompt's generation as `run` reports it.
+struct RunResult {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::string stop_reason;  // "eog", "stop", "length", "cancelled" or "error"
+  std::string error;
+  RequestTimings timings;
+};
+
+// Drains a request's stream, passing text to on_text as it comes.
+RunResult collect(RequestHandle& h, std::vector<int32_t> prompt, const std::function<void(std::string_view)>& on_text) {
+  RunResult r;
+  r.prompt_tokens = std::move(prompt);
+  while (auto e = h.next()) {
+    if (e->token >= 0) r.tokens.push_back(e->token);
+    if (!e->text.empty()) {
+      r.text += e->text;
+      if (on_text) on_text(e->text);
+    }
+    if (e->finished) {
+      r.stop_reason = finish_reason_name(e->finish_reason);
+      r.error = e->error;
+      r.timings = e->timings;
+    }
+  }
+  return r;
+}
+
+double prefill_tok_s(const RunResult& r) {
+  const double ms = r.timings.prefill_ms();
+  const double computed = static_cast<double>(r.timings.prompt_tokens - r.timings.cached_prompt_tokens);
+  return ms > 0 ? 1000.0 * computed / ms : 0.0;
+}
+
+void print_timings(const RunResult& r, uint64_t seed) {
   const auto& t = r.timings;
-  const double prefill_tok_s = t.prefill_ms > 0 ? 1000.0 * r.prompt_tokens.size() / t.prefill_ms : 0.0;
   fmt::print(stderr, "\n\n");
-  fmt::print(stderr, "prompt tokens:   {}\n", r.prompt_tokens.size());
+  fmt::print(stderr, "prompt tokens:   {} ({} cached)\n", r.prompt_tokens.size(), t.cached_prompt_tokens);
   fmt::print(stderr, "generated:       {} tokens (stop: {}, seed {})\n", r.tokens.size(), r.stop_reason, seed);
+  fmt::print(stderr, "queue:           {:.2f} ms\n", t.queue_ms);
   fmt::print(stderr, "TTFT:            {:.2f} ms\n", t.ttft_ms);
-  fmt::print(stderr, "prefill:         {:.1f} tok/s ({:.2f} ms)\n", prefill_tok_s, t.prefill_ms);
-  fmt::print(stderr, "decode:          {:.1f} tok/s ({:.2f} ms)\n", t.decode_tok_s(), t.decode_ms);
+  fmt::print(stderr, "prefill:         {:.1f} tok/s ({:.2f} ms)\n", prefill_tok_s(r), t.prefill_ms());
+  fmt::print(stderr, "decode:          {:.1f} tok/s ({:.2f} ms)\n", t.decode_tok_s(), t.decode_ms());
   fmt::print(stderr, "ITL:             mean {:.3f} ms, p50 {:.3f} ms, p99 {:.3f} ms\n", t.itl_mean(), t.itl_percentile(50), t.itl_percentile(99));
 }
 
-nlohmann::json to_json(const GenerationResult& r, uint64_t seed) {
+nlohmann::json to_json(const RunResult& r, uint64_t seed) {
   const auto& t = r.timings;
   nlohmann::json j;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -82,18 +122,22 @@ nlohmann::json to_json(const GenerationResult& r, uint64_t seed) {
   // dump() below replaces invalid UTF-8; the streamed text is already valid.
   j["text"] = r.text;
   j["stop_reason"] = r.stop_reason;
+  if (!r.error.empty()) j["error"] = r.error;
   j["seed"] = seed;
   j["timings"] = {
-      {"tokenize_ms", t.tokenize_ms},
-      {"prefill_ms", t.prefill_ms},
+      {"queue_ms", t.queue_ms},
+      {"prefill_ms", t.prefill_ms()},
       {"ttft_ms", t.ttft_ms},
-      {"prefill_tok_s", t.prefill_ms > 0 ? 1000.0 * r.prompt_tokens.size() / t.prefill_ms : 0.0},
-      {"decode_ms", t.decode_ms},
+      {"prefill_tok_s", prefill_tok_s(r)},
+      {"decode_ms", t.decode_ms()},
       {"decode_tok_s", t.decode_tok_s()},
       {"itl_ms_mean", t.itl_mean()},
       {"itl_ms_p50", t.itl_percentile(50)},
       {"itl_ms_p99", t.itl_percentile(99)},
       {"total_ms", t.total_ms},
+      {"prompt_tokens", t.prompt_tokens},
+      {"cached_prompt_tokens", t.cached_prompt_tokens},
+      {"preemptions", t.preemptions},
   };
   return j;
 }
@@ -118,7 +162,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--seed", a.seed, "RNG seed (default: random)");
   cmd->add_option("--logit-bias", a.logit_bias, "ID=BIAS added to a token's logit (BIAS may be -inf); repeatable");
   cmd->add_option("--stop", a.stop, "stop string; repeatable");
-  cmd->add_flag("--json", a.json, "print one JSON object instead of streaming text");
+  cmd->add_flag("--json", a.json, "print one JSON object per prompt instead of streaming text");
+  a.engine.add_to(cmd);
   cmd->callback([] {
     SamplingParams p;
     p.temperature = a.temp;
@@ -134,40 +179,109 @@ void register_run(CLI::App& app) {
     for (const auto& s : a.logit_bias) p.logit_bias.push_back(parse_bias(s));
     p.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
 
-    auto m = load_model(a.model);
+    ModelArgs margs = a.model;
+    margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
+    auto m = load_model(margs);
     p.validate(static_cast<int>(m->model->config().n_vocab));
-    Generator gen(*m->model, *m->tokenizer, m->n_ctx);
+    EngineCore engine(*m->model, *m->tokenizer, a.engine.to_config(m->n_ctx));
+    GenerationParams gp;
+    gp.sampling = p;
+    bool failed = false;
 
-    auto run_one = [&](const std::string& prompt) {
-      if (a.json) {
-        GenerationResult r = gen.generate(prompt, p);
-        fmt::print("{}\n", to_json(r, p.seed).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    // Prompts are submitted ahead (at most a few windows of --parallel) and reported in input
+    // order; the head of the line streams while the others run beside it.
+    struct Pending {
+      std::string prompt;
+      std::vector<int32_t> tokens;
+      std::shared_ptr<RequestHandle> handle;
+      std::string error;
+    };
+    std::deque<Pending> pending;
+    auto report = [&](Pending& q) {
+      if (!q.handle) {
+        failed = true;
+        if (a.json) {
+          nlohmann::json j;
+          j["prompt"] = q.prompt;
+          j["error"] = q.error;
+          fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        } else {
+          fmt::print(stderr, "error: {}\n", q.error);
+        }
         return;
       }
-      fmt::print("{}", prompt);
+      if (a.json) {
+        RunResult r = collect(*q.handle, std::move(q.tokens), {});
+        failed |= !r.error.empty();
+        fmt::print("{}\n", to_json(r, p.seed).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        std::fflush(stdout);
+        return;
+      }
+      fmt::print("{}", q.prompt);
       std::fflush(stdout);
-      GenerationResult r = gen.generate(prompt, p, [](std::string_view s) {
+      RunResult r = collect(*q.handle, std::move(q.tokens), [](std::string_view s) {
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
       });
+      if (!r.error.empty()) {
+        failed = true;
+        fmt::print(stderr, "\nerror: {}\n", r.error);
+      }
       print_timings(r, p.seed);
     };
+    auto submit = [&](const std::string& prompt) {
+      Pending q;
+      q.prompt = prompt;
+      try {
+        q.tokens = m->tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+        if (q.tokens.empty()) fail("the prompt is empty and the vocabulary adds no BOS token");
+        GenerationParams one = gp;
+        // -n is a most, as in llama.cpp: generation also ends (length) where the context does.
+        // A prompt that leaves no room at all is still refused by the engine.
+        const int64_t room = engine.max_sequence_tokens() - static_cast<int64_t>(q.tokens.size());
+        if (one.sampling.max_tokens > 0 && room >= 1)
+          one.sampling.max_tokens = static_cast<int32_t>(std::min<int64_t>(one.sampling.max_tokens, room));
+        q.handle = engine.submit(q.tokens, one);
+      } catch (const Error& e) {
+        q.error = e.what();
+      }
+      pending.push_back(std::move(q));
+    };
+    const size_t window = static_cast<size_t>(std::max<int64_t>(4, 2 * a.engine.parallel));
 
     if (!a.prompt_file.empty()) {
       std::ifstream in(a.prompt_file, std::ios::binary);
       if (!in) fail("{}: cannot read the prompt file", a.prompt_file);
       std::stringstream ss;
       ss << in.rdbuf();
-      run_one(ss.str());
+      submit(ss.str());
     } else if (prompt_opt->count() > 0) {
-      run_one(a.prompt);
+      submit(a.prompt);
     } else {
       std::string line;
+      bool first = true;
       while (std::getline(std::cin, line)) {
-        run_one(line);
-        if (!a.json) fmt::print("\n");
+        submit(line);
+        while (pending.size() > window) {
+          if (!first && !a.json) fmt::print("\n");
+          first = false;
+          report(pending.front());
+          pending.pop_front();
+        }
       }
+      while (!pending.empty()) {
+        if (!first && !a.json) fmt::print("\n");
+        first = false;
+        report(pending.front());
+        pending.pop_front();
+      }
+      if (!a.json) fmt::print("\n");
     }
+    while (!pending.empty()) {
+      report(pending.front());
+      pending.pop_front();
+    }
+    if (failed) fail("some prompts failed (see above)");
   });
 }
 

@@ -1,0 +1,65 @@
+#include "engine_options.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace lumen::cli {
+
+void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
+  if (with_parallel) cmd->add_option("--parallel", parallel, "most sequences computed together (default 16)");
+  cmd->add_option("--kv-memory", kv_memory,
+                  "KV cache size, e.g. 2GiB or 512MiB (default: what -c x --parallel needs, capped by free memory)");
+  cmd->add_option("--kv-block-size", kv_block_size, "tokens per KV block (default 16)");
+  cmd->add_option("--max-batch-tokens", max_batch_tokens, "token budget of one engine step (default 512)");
+  cmd->add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of earlier prompts");
+  cmd->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
+}
+
+EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
+  EngineConfig c;
+  c.n_ctx = n_ctx;
+  c.max_running = parallel;
+  c.max_batch_tokens = max_batch_tokens;
+  c.block_size = kv_block_size;
+  c.kv_memory = kv_memory.empty() ? 0 : parse_memory_size(kv_memory);
+  c.prefix_caching = !no_prefix_cache;
+  c.kv_type = parse_kv_type(kv_type);
+  return c;
+}
+
+GgmlType parse_kv_type(const std::string& text) {
+  if (text == "f16") return GgmlType::F16;
+  if (text == "f32") return GgmlType::F32;
+  fail("--kv-type '{}': expected f16 or f32", text);
+}
+
+int64_t parse_memory_size(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) i++;
+  const std::string number = text.substr(0, i);
+  std::string unit = text.substr(i);
+  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stod(number, &used);
+    if (used != number.size()) throw std::invalid_argument("size");
+  } catch (const std::logic_error&) {
+    fail("--kv-memory '{}': expected a size such as 2GiB, 512MiB or a number of bytes", text);
+  }
+  double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else fail("--kv-memory '{}': unknown unit '{}' (use KiB, MiB, GiB or TiB)", text, unit);
+  const double bytes = value * scale;
+  if (!(bytes >= 1) || bytes > 9.0e18) fail("--kv-memory '{}' is not a usable size", text);
+  return static_cast<int64_t>(std::llround(bytes));
+}
+
+}  // namespace lumen::cli

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "engine/engine_core.h"
 #include "gguf/gguf_file.h"
@@ -345,6 +347,26 @@ TEST_F(EngineStories, StopStringsAndEogEndTheText) {
   const Outcome stopped = drain(*e.submit(tokens("Once upon a time"), p))[0];
   EXPECT_EQ(stopped.reason, FinishReason::Stop);
   EXPECT_EQ(stopped.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+// An exception while processing one request (here: its sampler finds every token banned) ends
+// that request with `error`; the others in the same steps and the engine go on.
+TEST_F(EngineStories, AFailingRequestEndsAloneWithError) {
+  EngineConfig c;
+  c.n_ctx = 256;
+  EngineCore e(*m_.model, *m_.tok, c);
+  GenerationParams bad = params_for(0, true, 10);
+  for (int32_t id = 0; id < m_.model->config().n_vocab; id++) bad.sampling.logit_bias.push_back({id, -INFINITY});
+  auto good = e.submit(tokens("Once upon a time"), params_for(1, true, 10));
+  auto failing = e.submit(tokens("The dog"), bad);
+  StreamEvent last;
+  while (auto ev = failing->next()) last = *ev;
+  EXPECT_EQ(last.finish_reason, FinishReason::Error);
+  EXPECT_NE(last.error.find("banned"), std::string::npos) << last.error;
+  const Outcome o = drain(*good)[0];
+  EXPECT_EQ(o.reason, FinishReason::Length);
+  EXPECT_EQ(o.tokens.size(), 10u);
   EXPECT_EQ(e.leak_report(), "");
 }
 

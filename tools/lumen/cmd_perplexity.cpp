@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "diagnostics/perplexity.h"
 #include "model/model.h"
+#include "engine_options.h"
 #include "model_options.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,11 +20,14 @@ void register_perplexity(CLI::App& app) {
   static ModelArgs margs;
   static std::string text_file;
   static int64_t n_chunks = -1;
+  static std::string kv_type = "f32";
   auto* cmd = app.add_subcommand("perplexity", "perplexity of a text, by llama-perplexity's method");
   margs.add_to(cmd);
   margs.n_ctx = 512;
   cmd->add_option("-f,--file", text_file, "text file")->required();
   cmd->add_option("--chunks", n_chunks, "most chunks to evaluate (default: all)");
+  cmd->add_option("--kv-type", kv_type, "KV cache element type: f32 (default: the reference's precision) or f16")
+      ->check(CLI::IsMember({"f16", "f32"}));
   cmd->callback([] {
     std::ifstream in(text_file, std::ios::binary);
     if (!in) fail("{}: cannot read the text file", text_file);
@@ -42,7 +46,7 @@ void register_perplexity(CLI::App& app) {
     const int64_t total = n_chunks > 0 ? std::min(n_chunks, avail) : avail;
     fmt::print(stderr, "{}: {} tokens, {} chunks of {}\n", text_file, tokens.size(), total, n_ctx);
     const int32_t bos = m->tokenizer->bos_id() >= 0 ? m->tokenizer->bos_id() : tokens.at(0);
-    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, GgmlType::F32, [&](int64_t i, double ppl) {
+    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, parse_kv_type(kv_type), [&](int64_t i, double ppl) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "\r[{}/{}] ppl {:.4f}  ({:.1f} s, {:.2f} s/chunk)", i + 1, total, ppl, s, s / (i + 1));
       fflush(stderr);

@@ -207,6 +207,7 @@ void EngineCore::publish_stats() {
 void EngineCore::loop() {
   std::vector<Submission> arrivals;
   while (true) {
+    bool stopping = false;
     {
       std::unique_lock lock(mu_);
       if (inbox_.empty() && !stop_ && !wake_ && seqs_.empty()) {
@@ -217,21 +218,21 @@ void EngineCore::loop() {
       }
       wake_ = false;
       arrivals.swap(inbox_);
-      if (stop_) {
-        for (Submission& s : arrivals) {
-          StreamEvent e;
-          e.finished = true;
-          e.finish_reason = FinishReason::Cancelled;
-          for (int i = 0; i < s.handle->n(); i++) {
-            e.index = i;
-            s.handle->push(e);
-          }
-        }
-        n_pending_ -= static_cast<int64_t>(arrivals.size());
-        arrivals.clear();
-      }
+      stopping = stop_;
+      if (stopping) n_pending_ -= static_cast<int64_t>(arrivals.size());
     }
-    if (stop_) {
+    // Handles are pushed to without holding mu_ (RequestHandle::cancel() takes the handle's
+    // lock, then mu_: never the other way round).
+    if (stopping) {
+      for (Submission& s : arrivals) {
+        StreamEvent e;
+        e.finished = true;
+        e.finish_reason = FinishReason::Cancelled;
+        for (int i = 0; i < s.handle->n(); i++) {
+          e.index = i;
+          s.handle->push(e);
+        }
+      }
       cancel_all();
       std::lock_guard lock(mu_);
       leak_report_ = kv_->leak_report();

@@ -51,7 +51,10 @@ bool RequestHandle::done() const {
 
 void RequestHandle::cancel() {
   if (cancelled_.exchange(true)) return;
-  if (engine_) engine_->wake();
+  // Under our lock: while a completion is unfinished the engine is alive (it finishes every
+  // request before it goes away, and needs this lock to do so).
+  std::lock_guard lock(mu_);
+  if (remaining_ > 0 && engine_) engine_->wake();
 }
 
 void RequestHandle::push(StreamEvent event) {

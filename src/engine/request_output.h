@@ -49,7 +49,8 @@ struct StreamEvent {
 class EngineCore;
 
 // One submitted request's output stream. Thread-safe: the engine thread pushes, any one
-// consumer thread pops. Must not outlive its engine (cancel() wakes the engine).
+// consumer thread pops, any thread may cancel. It may outlive its engine: the engine ends every
+// request before it stops, and a finished request's cancel() does nothing.
 class RequestHandle {
  public:
   RequestHandle(RequestId id, int n, EngineCore* engine) : id_(id), n_(n), remaining_(n), engine_(engine) {}

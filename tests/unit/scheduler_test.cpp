@@ -83,7 +83,9 @@ class SchedulerTest : public ::testing::Test {
     r->max_num_tokens = max_num_tokens;
     Request& ref = *r;
     reqs_.push_back(std::move(r));
-    if (queue) EXPECT_TRUE(add(ref));
+    if (queue) {
+      EXPECT_TRUE(add(ref));
+    }
     return ref;
   }
   Request& make(RequestId id, int64_t n_prompt, int64_t max_num_tokens) {
@@ -144,8 +146,11 @@ class SchedulerTest : public ::testing::Test {
           << "request " << r.id << " has no slots for its new tokens";
       // Running requests come first, then those admitted from the waiting queue.
       const bool admitted = before[&r] != RequestStatus::Running;
-      if (admitted) seen_admitted = true;
-      else EXPECT_FALSE(seen_admitted) << "running request " << r.id << " scheduled after an admitted one";
+      if (admitted) {
+        seen_admitted = true;
+      } else {
+        EXPECT_FALSE(seen_admitted) << "running request " << r.id << " scheduled after an admitted one";
+      }
       if (admitted) {
         // Admission skips exactly the cached prefix, in whole blocks, never the last token.
         EXPECT_EQ(r.num_computed_tokens % kv().block_size(), 0);
@@ -167,7 +172,9 @@ class SchedulerTest : public ::testing::Test {
       EXPECT_EQ(seen.count(p), 0u) << "request " << p->id << " preempted and scheduled in one step";
       EXPECT_EQ(before[p], RequestStatus::Running);
     }
-    if (!out.preempted.empty()) EXPECT_FALSE(seen_admitted) << "admission in a step that preempted";
+    if (!out.preempted.empty()) {
+      EXPECT_FALSE(seen_admitted) << "admission in a step that preempted";
+    }
     if (track_) {
       for (const ScheduledRequest& s : out.scheduled) computed_[s.request->id] += s.n_new_tokens;
       n_preempted_ += static_cast<int64_t>(out.preempted.size());
@@ -672,7 +679,9 @@ TEST_F(SchedulerTest, PreemptsTheNewestAndResumesEveryRequest) {
     n++;
     ASSERT_FALSE(out.empty()) << "deadlock at step " << n;
     // Progress: the oldest request is never preempted and computes a token every step.
-    if (a_running) EXPECT_EQ(n_new_of(out, a), 1) << "step " << n;
+    if (a_running) {
+      EXPECT_EQ(n_new_of(out, a), 1) << "step " << n;
+    }
     EXPECT_FALSE(preempted_in(out, a));
     for (const Request* v : out.preempted) {
       preemptions.emplace_back(n, v->id);

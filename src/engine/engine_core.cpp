@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/detokenizer.h"
@@ -322,27 +323,27 @@ void EngineCore::step() {
     local_stats_.token_steps += written;
   }
 
+  // Which sequences sample now, from which logits row (forks first make their siblings, who
+  // sample from the same row).
+  samples_.clear();
   int64_t row = 0;
   for (const ScheduledRequest& s : out.scheduled) {
     Request& r = *s.request;
     if (r.num_computed_tokens != r.num_tokens()) continue;  // a prompt chunk: no token yet
     const float* logits = &logits_[static_cast<size_t>(row++ * n_vocab_)];
     Sequence& q = *seqs_.at(r.id);
-    try {
-      if (q.params.n > 1 && !q.forked) {
-        // The other completions sample their first token from the same logits.
-        for (Sequence* other : fork(q)) {
-          try {
-            emit_token(*other, logits);
-          } catch (const std::exception& e) {
-            finish(*other, FinishReason::Error, StreamEvent{}, e.what());
-          }
-        }
-      }
-      emit_token(q, logits);
-    } catch (const std::exception& e) {
-      finish(q, FinishReason::Error, StreamEvent{}, e.what());
-    }
+    if (q.params.n > 1 && !q.forked)
+      for (Sequence* other : fork(q)) samples_.push_back(Sample{other, logits, {}, {}});
+    samples_.push_back(Sample{&q, logits, {}, {}});
+  }
+  // Sampling is per sequence (its own sampler and RNG), so the sequences sample in parallel;
+  // what they emit is applied in order afterwards.
+  model_.pool().parallel_for(static_cast<int64_t>(samples_.size()), 1, [&](int64_t b, int64_t e, int) noexcept {
+    for (int64_t i = b; i < e; i++) sample_token(samples_[i]);
+  });
+  for (Sample& smp : samples_) {
+    if (!smp.error.empty()) finish(*smp.seq, FinishReason::Error, StreamEvent{}, smp.error);
+    else apply_token(*smp.seq, std::move(smp.event));
   }
 }
 
@@ -373,22 +374,36 @@ std::vector<EngineCore::Sequence*> EngineCore::fork(Sequence& parent) {
   return made;
 }
 
-void EngineCore::emit_token(Sequence& q, const float* logits) {
-  Request& r = q.req;
-  const int32_t tok = q.sampler.sample(logits, r.tokens);
-  const double t = now_ms();
-  StreamEvent e;
-  e.index = q.index;
-  e.token = tok;
-  if (q.params.logprobs || q.params.top_logprobs > 0) {
-    // log softmax of the raw logits (the model's distribution, before sampling parameters)
-    float mx = logits[0];
-    for (int64_t i = 1; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
-    double sum = 0.0;
-    for (int64_t i = 0; i < n_vocab_; i++) sum += std::exp(static_cast<double>(logits[i] - mx));
-    e.logprob = static_cast<float>(static_cast<double>(logits[tok] - mx) - std::log(sum));
-    if (q.params.top_logprobs > 0) e.top_logprobs = top_probs(logits, static_cast<int>(n_vocab_), q.params.top_logprobs);
+// Pool thread: touches only this sequence's sampler and reads its tokens.
+void EngineCore::sample_token(Sample& smp) noexcept {
+  try {
+    Sequence& q = *smp.seq;
+    const float* logits = smp.logits;
+    StreamEvent& e = smp.event;
+    e = StreamEvent{};
+    e.index = q.index;
+    e.token = q.sampler.sample(logits, q.req.tokens);
+    if (q.params.logprobs || q.params.top_logprobs > 0) {
+      // log softmax of the raw logits (the model's distribution, before sampling parameters)
+      float mx = logits[0];
+      for (int64_t i = 1; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
+      double sum = 0.0;
+      for (int64_t i = 0; i < n_vocab_; i++) sum += std::exp(static_cast<double>(logits[i] - mx));
+      e.logprob = static_cast<float>(static_cast<double>(logits[e.token] - mx) - std::log(sum));
+      if (q.params.top_logprobs > 0) e.top_logprobs = top_probs(logits, static_cast<int>(n_vocab_), q.params.top_logprobs);
+    }
+    smp.error.clear();
+  } catch (const std::exception& ex) {
+    smp.error = ex.what();
+  } catch (...) {
+    smp.error = "unknown error while sampling";
   }
+}
+
+void EngineCore::apply_token(Sequence& q, StreamEvent e) {
+  Request& r = q.req;
+  const int32_t tok = e.token;
+  const double t = now_ms();
   if (r.num_output_tokens() == 0) q.timings.ttft_ms = t - q.submitted_at;
   else q.timings.itl_ms.push_back(t - q.last_token_at);
   q.last_token_at = t;
@@ -396,7 +411,13 @@ void EngineCore::emit_token(Sequence& q, const float* logits) {
   local_stats_.generated_tokens++;
 
   if (tokenizer_.is_eog(tok) && !q.params.ignore_eos) return finish(q, FinishReason::Eog, std::move(e));
-  const StopChecker::Step st = q.stops.feed(q.detok.push(tok));
+  std::string text;
+  try {
+    text = q.detok.push(tok);
+  } catch (const std::exception& ex) {
+    return finish(q, FinishReason::Error, StreamEvent{}, ex.what());
+  }
+  const StopChecker::Step st = q.stops.feed(text);
   e.text = st.emit;
   if (st.stopped) return finish(q, FinishReason::Stop, std::move(e));
   if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e));

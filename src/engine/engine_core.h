@@ -118,7 +118,14 @@ class EngineCore {
   void step();
   void admit(Submission& s);
   std::vector<Sequence*> fork(Sequence& parent);
-  void emit_token(Sequence& q, const float* logits);
+  struct Sample {
+    Sequence* seq;
+    const float* logits;
+    StreamEvent event;  // the sampled token, its log-probabilities
+    std::string error;  // sampling failed: why
+  };
+  void sample_token(Sample& s) noexcept;
+  void apply_token(Sequence& q, StreamEvent event);
   void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
   void cancel_all();
   void publish_stats();
@@ -137,6 +144,7 @@ class EngineCore {
   RequestId next_seq_id_ = 1;
   Batch batch_;
   std::vector<float> logits_;
+  std::vector<Sample> samples_;
   EngineStats local_stats_;
 
   // Shared with callers.

@@ -2,6 +2,8 @@
 // only that every figure is there, positive and consistent. The roofline ceilings come from a
 // cache file the test writes first (in its own $XDG_CACHE_HOME), so no 1 GiB measurement runs.
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,7 +109,9 @@ TEST_F(BenchCli, TextReportAndPlot) {
                           "d = xml.dom.minidom.parse(sys.argv[1]); "
                           "sys.exit(0 if d.documentElement.tagName == \"svg\" else 1)' '" + svg + "' 2>&1";
   const int rc = std::system(cmd.c_str());
-  if (!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) EXPECT_EQ(rc, 0) << "not parseable XML: " << svg;
+  if (!(WIFEXITED(rc) && WEXITSTATUS(rc) == 127)) {
+    EXPECT_EQ(rc, 0) << "not parseable XML: " << svg;
+  }
 }
 
 TEST_F(BenchCli, DecodeCanBeSkipped) {
@@ -126,6 +130,32 @@ TEST_F(BenchCli, KvTypeOption) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+TEST_F(BenchCli, BatchJsonOneObjectPerSize) {
+  auto r = test::run_cli("bench " + model_ + " --batch 1,3 -p 16 -n 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<json> objs;
+  while (std::getline(lines, line))
+    if (!line.empty()) objs.push_back(json::parse(line));
+  ASSERT_EQ(objs.size(), 2u) << r.out;
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(objs[i]["batch"], i == 0 ? 1 : 3);
+    for (const char* k : {"decode_tok_s", "itl_ms_p50", "itl_ms_p99", "kv_blocks_used", "kv_unused_slot_frac", "verdict"})
+      EXPECT_TRUE(objs[i].contains(k)) << k;
+    EXPECT_GT(objs[i]["decode_tok_s"].get<double>(), 0.0);
+    EXPECT_EQ(objs[i]["kv_blocks_used"], (i == 0 ? 1 : 3) * 2);  // 24 tokens in blocks of 16
+  }
+}
+
+TEST_F(BenchCli, CachedPrefixTtft) {
+  auto r = test::run_cli("bench " + model_ + " --cached-prefix 64 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["cached_tokens"], 64);
+  EXPECT_GT(j["ttft_cold_ms"].get<double>(), 0.0);
 }
 
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -105,6 +106,55 @@ TEST_F(RunCli, StopsAtContextEnd) {
   auto j = json::parse(r.out);
   EXPECT_EQ(j["stop_reason"], "length");
   EXPECT_EQ(j["prompt_tokens"].size() + j["tokens"].size(), 12u);  // a sequence holds at most -c tokens
+}
+
+// Prompts from stdin run concurrently and come out in input order, each exactly as it runs alone.
+TEST_F(RunCli, ParallelPromptsEqualLoneRunsInInputOrder) {
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Lily wanted to", "The sun was"};
+  std::string input;
+  for (const auto& p : prompts) input += p + "\n";
+  auto all = test::run_cli("run " + model_ + " --json -n 24 --temp 0.8 --seed 7 --parallel 4 --max-batch-tokens 8", input);
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  std::istringstream lines(all.out);
+  std::string line;
+  size_t i = 0;
+  for (; std::getline(lines, line); i++) {
+    ASSERT_LT(i, prompts.size());
+    const json j = json::parse(line);
+    auto one = test::run_cli("run " + model_ + " --json -n 24 --temp 0.8 --seed 7 -p '" + prompts[i] + "'");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const json o = json::parse(one.out);
+    EXPECT_EQ(j["prompt_tokens"], o["prompt_tokens"]) << prompts[i];
+    EXPECT_EQ(j["tokens"], o["tokens"]) << prompts[i];
+    EXPECT_TRUE(j["timings"].contains("cached_prompt_tokens"));
+  }
+  EXPECT_EQ(i, prompts.size());
+}
+
+TEST_F(RunCli, RepeatedPromptReportsCachedTokens) {
+  const std::string story = "Once upon a time there was a little girl named Lily who loved to play in the park with her dog";
+  auto r = test::run_cli("run " + model_ + " --json -n 4 --parallel 1", story + "\n" + story + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string a, b;
+  std::getline(lines, a);
+  std::getline(lines, b);
+  const json ja = json::parse(a), jb = json::parse(b);
+  EXPECT_EQ(ja["timings"]["cached_prompt_tokens"], 0);
+  EXPECT_GE(jb["timings"]["cached_prompt_tokens"].get<int>(), 16);
+  EXPECT_EQ(ja["tokens"], jb["tokens"]);
+  auto off = test::run_cli("run " + model_ + " --json -n 4 --parallel 1 --no-prefix-cache", story + "\n" + story + "\n");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  std::istringstream l2(off.out);
+  std::getline(l2, a);
+  std::getline(l2, b);
+  EXPECT_EQ(json::parse(b)["timings"]["cached_prompt_tokens"], 0);
+}
+
+TEST_F(RunCli, OverlongPromptIsRefusedNotTruncated) {
+  auto r = test::run_cli("run " + model_ + " -c 8 -p 'Once upon a time there was a little girl named Lily'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("context of 8 tokens"), std::string::npos) << r.err;
 }
 
 TEST_F(RunCli, PerplexityMatchesReference) {

@@ -93,7 +93,10 @@ class SchedulerTest : public ::testing::Test {
   }
   bool add(Request& r) {
     const bool ok = sched().add_request(&r);
-    if (ok) added_.insert(r.id);
+    if (ok) {
+      added_.insert(r.id);
+      arrival_.push_back(&r);
+    }
     return ok;
   }
 
@@ -146,6 +149,15 @@ class SchedulerTest : public ::testing::Test {
           << "request " << r.id << " has no slots for its new tokens";
       // Running requests come first, then those admitted from the waiting queue.
       const bool admitted = before[&r] != RequestStatus::Running;
+      if (admitted && !ever_admitted_.count(&r)) {
+        // First come, first served: every request that arrived earlier has started (or ended).
+        for (const Request* q : arrival_) {
+          if (q == &r) break;
+          if (!ever_admitted_.count(q) && before[q] != RequestStatus::Finished)
+            ADD_FAILURE() << "request " << r.id << " started before request " << q->id << ", which arrived first";
+        }
+        ever_admitted_.insert(&r);
+      }
       if (admitted) {
         seen_admitted = true;
       } else {
@@ -235,6 +247,8 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_FALSE(kv().has(r.id));
   }
 
+  void stress(uint32_t seed, int64_t budget, int64_t max_running, bool prefix_caching);
+
   void TearDown() override {
     if (!kv_) return;
     EXPECT_FALSE(sched().has_work()) << "a test left requests in the scheduler";
@@ -248,6 +262,8 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<Scheduler> sched_;
   std::deque<std::unique_ptr<Request>> reqs_;
   std::set<RequestId> added_;  // queued with add_request() or added with add_running()
+  std::vector<const Request*> arrival_;   // queued requests in arrival order
+  std::set<const Request*> ever_admitted_;  // scheduled at least once
   bool allow_over_max_running_ = false;
   bool track_ = true;
   std::map<RequestId, int64_t> computed_;  // tokens computed per request, recomputation included
@@ -776,14 +792,16 @@ TEST_F(SchedulerTest, RequestPreemptsItselfWhenItIsTheNewest) {
   expect_complete(b, prompt_of(2, 9));
 }
 
-TEST_F(SchedulerTest, PreemptionStressEveryRequestFinishes) {
-  // Many requests over a small pool, with shared prefixes and random arrivals: bounded, every
-  // request finishes with every token, the invariants hold at every step.
+// Many requests over a small pool (12 blocks of 4), some sharing a prefix, arriving at random
+// steps, some cancelled at random: bounded, every request that is not cancelled finishes with
+// every token, and the invariants of schedule() hold at every step.
+void SchedulerTest::stress(uint32_t seed, int64_t budget, int64_t max_running, bool prefix_caching) {
   constexpr int32_t kBlocks = 12, kBlockSize = 4;
-  init(kBlocks, kBlockSize, {.max_batch_tokens = 16, .max_running = 5});
-  std::mt19937 rng(42);
+  init(kBlocks, kBlockSize, {.max_batch_tokens = budget, .max_running = max_running}, prefix_caching);
+  std::mt19937 rng(seed);
   const std::vector<int32_t> common = prompt_of(999, 10);
   std::vector<std::pair<Request*, std::vector<int32_t>>> all;
+  std::set<const Request*> cancelled;
   RequestId next_id = 1;
   int64_t n = 0;
   while (next_id <= 40 || sched().has_work()) {
@@ -798,15 +816,38 @@ TEST_F(SchedulerTest, PreemptionStressEveryRequestFinishes) {
                                                 kBlocks * kBlockSize + 1);
       all.emplace_back(&make(id, p, max_num), p);
     }
+    if (!all.empty() && rng() % 25 == 0) {  // cancel one, in whatever state it is
+      Request* r = all[rng() % all.size()].first;
+      if (!r->is_finished()) cancelled.insert(r);
+      sched().finish_request(r, FinishReason::Cancelled);
+      check_accounting();
+    }
     if (!sched().has_work()) continue;
     const SchedulerOutput out = step();
     n++;
     ASSERT_FALSE(out.empty()) << "deadlock at step " << n;
   }
   EXPECT_GT(sched().n_preemptions(), 0);  // the pool was tight
-  EXPECT_GT(kv().stats().prefix_hit_tokens, 0);
-  for (const auto& [r, p] : all) expect_complete(*r, p);
+  if (prefix_caching) {
+    EXPECT_GT(kv().stats().prefix_hit_tokens, 0);
+  } else {
+    EXPECT_EQ(kv().stats().prefix_hit_tokens, 0);
+  }
+  EXPECT_FALSE(cancelled.empty());
+  for (const auto& [r, p] : all) {
+    if (cancelled.count(r)) {
+      EXPECT_EQ(r->finish_reason, FinishReason::Cancelled);
+      EXPECT_FALSE(kv().has(r->id));
+    } else {
+      expect_complete(*r, p);
+    }
+  }
 }
+
+TEST_F(SchedulerTest, PreemptionStressEveryRequestFinishes) { stress(42, 16, 5, true); }
+TEST_F(SchedulerTest, PreemptionStressSmallBudgetNoPrefixCache) { stress(7, 6, 8, false); }
+TEST_F(SchedulerTest, PreemptionStressTinyBudget) { stress(99, 3, 3, true); }
+TEST_F(SchedulerTest, PreemptionStressLargeBudget) { stress(2024, 64, 16, true); }
 
 // ---------------------------------------------------------------------------------------------
 // Cancellation
@@ -963,6 +1004,7 @@ class SchedulerForkTest : public SchedulerTest {
     Request& child = *r;
     reqs_.push_back(std::move(r));
     added_.insert(child_id);
+    ever_admitted_.insert(&child);
     kv().fork(parent.id, child_id);
     sched().add_running(&child, &after);
     return child;

@@ -114,6 +114,9 @@ class SchedulerTest : public ::testing::Test {
       } else {
         EXPECT_FALSE(kv().has(r->id)) << "request " << r->id << " (" << request_status_name(r->status)
                                       << ") holds blocks";
+        if (!r->is_finished()) {
+          EXPECT_EQ(r->num_computed_tokens, 0) << "request " << r->id;
+        }
       }
       for (const BlockId b : kv().block_table(r->id)) refs[b]++;
     }
@@ -173,10 +176,8 @@ class SchedulerTest : public ::testing::Test {
     }
     EXPECT_EQ(out.n_tokens, sum);
     EXPECT_LE(out.n_tokens, c.max_batch_tokens);
-    if (!allow_over_max_running_) {
-      EXPECT_LE(sched().n_running(), c.max_running);
-      EXPECT_LE(static_cast<int64_t>(out.scheduled.size()), c.max_running);
-    }
+    EXPECT_LE(sched().n_running(), c.max_running);
+    EXPECT_LE(static_cast<int64_t>(out.scheduled.size()), c.max_running);
     for (const Request* p : out.preempted) {
       EXPECT_EQ(p->status, RequestStatus::Preempted);
       EXPECT_EQ(p->num_computed_tokens, 0);
@@ -187,10 +188,7 @@ class SchedulerTest : public ::testing::Test {
     if (!out.preempted.empty()) {
       EXPECT_FALSE(seen_admitted) << "admission in a step that preempted";
     }
-    if (track_) {
-      for (const ScheduledRequest& s : out.scheduled) computed_[s.request->id] += s.n_new_tokens;
-      n_preempted_ += static_cast<int64_t>(out.preempted.size());
-    }
+    for (const ScheduledRequest& s : out.scheduled) computed_[s.request->id] += s.n_new_tokens;
     check_accounting();
     return out;
   }
@@ -264,10 +262,7 @@ class SchedulerTest : public ::testing::Test {
   std::set<RequestId> added_;  // queued with add_request() or added with add_running()
   std::vector<const Request*> arrival_;   // queued requests in arrival order
   std::set<const Request*> ever_admitted_;  // scheduled at least once
-  bool allow_over_max_running_ = false;
-  bool track_ = true;
   std::map<RequestId, int64_t> computed_;  // tokens computed per request, recomputation included
-  int64_t n_preempted_ = 0;
   int64_t n_steps_ = 0;
 };
 
@@ -765,6 +760,25 @@ TEST_F(SchedulerTest, PreemptedRequestStateAndQueuePosition) {
   expect_complete(late, prompt_of(4, 2));
 }
 
+TEST_F(SchedulerTest, NoAdmissionInAStepThatPreempted) {
+  // The victim frees more blocks than the preempting request needs, and its next chunk would
+  // fit what is left: it must still wait for the next step (the pool is under pressure), and so
+  // must every other waiting request.
+  init(6, 4, {.max_batch_tokens = 5, .max_running = 8}, /*prefix_caching=*/false);
+  Request& a = make(1, 4, 24);
+  Request& b = make(2, 8, 24);
+  SchedulerOutput out;
+  for (int k = 0; k < 50 && out.preempted.empty(); k++) out = step();
+  ASSERT_EQ(out.preempted.size(), 1u);
+  EXPECT_EQ(out.preempted[0], &b);
+  EXPECT_EQ(ids_of(out), (std::vector<RequestId>{1}));
+  EXPECT_GE(kv().pool().n_free(), 1);  // room for b's next chunk (4 tokens: 1 block) was left
+  EXPECT_EQ(b.status, RequestStatus::Preempted);
+  run();
+  expect_complete(a, prompt_of(1, 4));
+  expect_complete(b, prompt_of(2, 8));
+}
+
 TEST_F(SchedulerTest, RequestPreemptsItselfWhenItIsTheNewest) {
   // b is the newest running request and the one that needs a block: it preempts itself, and a
   // (scheduled before it in the same step) keeps its tokens.
@@ -1107,9 +1121,9 @@ TEST_F(SchedulerForkTest, BlockAlignedForkNeedsNoCopy) {
 }
 
 TEST_F(SchedulerForkTest, ForkThatCannotGetItsCopyPreemptsTheNewest) {
-  // 3 blocks of 4: the parent's 6-token prompt holds 2 (one shared partial). The fork is the
-  // newest: when the parent's copy-on-write needs a third block and then the child's next one,
-  // the child is preempted, and the parent finishes alone; the child resumes after.
+  // 3 blocks of 4: the parent's 6-token prompt holds 2 (one shared partial); the copy-on-write
+  // takes the third. When the parent needs another block at position 8, the fork (the newest,
+  // right after its parent) is preempted; the parent finishes alone and the fork resumes.
   init(3, 4, {.max_batch_tokens = 64, .max_running = 8});
   Request& p = make(1, 6, 12);
   const auto all = prompt_step_with_forks(p, 2);
@@ -1127,6 +1141,31 @@ TEST_F(SchedulerForkTest, ForkThatCannotGetItsCopyPreemptsTheNewest) {
   EXPECT_EQ(child.status, RequestStatus::Finished);
   EXPECT_EQ(child.num_tokens(), 12);
   for (int64_t i = 6; i < 12; i++) EXPECT_EQ(child.tokens[static_cast<size_t>(i)], fake_token(child.id, i));
+}
+
+TEST_F(SchedulerForkTest, CopyThatDoesNotFitPreemptsTheForkInstead) {
+  // 2 blocks of 4, both held (shared) by the parent's 6-token prompt and its fork: the parent's
+  // copy-on-write finds no free block, so the fork is preempted; the parent then holds the
+  // partial block alone and writes into it with no copy. Nothing half done is left behind.
+  init(2, 4, {.max_batch_tokens = 64, .max_running = 8});
+  Request& p = make(1, 6, 9);  // 8 positions: fits the pool alone
+  const auto all = prompt_step_with_forks(p, 2);
+  Request& child = *all[1];
+  const auto before = table_of(kv(), p.id);
+  const SchedulerOutput out = step([&](const SchedulerOutput& o) {
+    EXPECT_EQ(o.preempted, (std::vector<Request*>{&child}));
+    EXPECT_EQ(ids_of(o), (std::vector<RequestId>{1}));
+    EXPECT_TRUE(o.copies.empty());
+    EXPECT_EQ(table_of(kv(), p.id), before);
+    for (const BlockId b : before) EXPECT_EQ(kv().pool().ref_count(b), 1);
+  });
+  EXPECT_EQ(child.status, RequestStatus::Preempted);
+  EXPECT_EQ(child.num_preemptions, 1);
+  EXPECT_EQ(child.num_tokens(), 7);  // its sampled token is kept
+  run();
+  expect_complete(p, prompt_of(1, 6));
+  EXPECT_EQ(child.num_tokens(), 9);
+  for (int64_t i = 6; i < 9; i++) EXPECT_EQ(child.tokens[static_cast<size_t>(i)], fake_token(child.id, i));
 }
 
 // ---------------------------------------------------------------------------------------------

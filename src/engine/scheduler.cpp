@@ -71,10 +71,12 @@ SchedulerOutput Scheduler::schedule() {
   while (out.preempted.empty() && budget > 0 && !waiting_.empty() &&
          static_cast<int64_t>(running_.size()) < config_.max_running) {
     Request* r = waiting_.front();
-    KvCacheManager::PrefixMatch match = kv_.match_prefix(r->tokens);
+    // Looked up again each step while it waits; counted once, when it is admitted.
+    KvCacheManager::PrefixMatch match = kv_.match_prefix(r->tokens, /*count=*/false);
     const int64_t n_new = std::min(r->num_tokens() - match.n_tokens, budget);
     if (!kv_.allocate_slots(r->id, match.n_tokens, n_new, &match)) break;  // first come, first served
     waiting_.pop_front();
+    kv_.record_prefix_query(r->num_tokens(), match.n_tokens);
     r->num_computed_tokens = match.n_tokens;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = match.n_tokens;
     r->status = RequestStatus::Running;

@@ -54,11 +54,18 @@ BlockHash KvCacheManager::hash_block(BlockHash parent, std::span<const int32_t> 
   return mix(h ^ static_cast<uint64_t>(tokens.size()));
 }
 
-KvCacheManager::PrefixMatch KvCacheManager::match_prefix(std::span<const int32_t> tokens) {
+void KvCacheManager::record_prefix_query(int64_t n_query_tokens, int64_t n_hit_tokens) {
   stats_.prefix_queries++;
-  stats_.prefix_query_tokens += static_cast<int64_t>(tokens.size());
+  stats_.prefix_query_tokens += n_query_tokens;
+  stats_.prefix_hit_tokens += n_hit_tokens;
+}
+
+KvCacheManager::PrefixMatch KvCacheManager::match_prefix(std::span<const int32_t> tokens, bool count) {
   PrefixMatch match;
-  if (!prefix_caching_ || tokens.size() <= 1) return match;
+  if (!prefix_caching_ || tokens.size() <= 1) {
+    if (count) record_prefix_query(static_cast<int64_t>(tokens.size()), 0);
+    return match;
+  }
   const size_t bs = static_cast<size_t>(block_size_);
   BlockHash parent = kRootHash;
   // The last token is never covered: its logits must come from a forward pass.
@@ -74,7 +81,7 @@ KvCacheManager::PrefixMatch KvCacheManager::match_prefix(std::span<const int32_t
     parent = h;
   }
   match.n_tokens = static_cast<int64_t>(match.blocks.size()) * block_size_;
-  stats_.prefix_hit_tokens += match.n_tokens;
+  if (count) record_prefix_query(static_cast<int64_t>(tokens.size()), match.n_tokens);
   return match;
 }
 

@@ -55,12 +55,15 @@ class KvCacheManager {
 
   // The longest chain of cached full blocks that starts `tokens`, never covering the last token
   // (it must be computed so that its logits exist). Takes no reference: pass the match to
-  // allocate_slots(), which shares the blocks. Counts a query. With prefix caching off: empty.
+  // allocate_slots(), which shares the blocks. Counts a query unless `count` is false (the
+  // scheduler counts only the lookups of requests it admits: record_prefix_query()). With
+  // prefix caching off: empty.
   struct PrefixMatch {
     std::vector<BlockId> blocks;
     int64_t n_tokens = 0;  // blocks.size() * block_size
   };
-  PrefixMatch match_prefix(std::span<const int32_t> tokens);
+  PrefixMatch match_prefix(std::span<const int32_t> tokens, bool count = true);
+  void record_prefix_query(int64_t n_query_tokens, int64_t n_hit_tokens);
 
   // Makes room for request `id` to hold num_computed_tokens + num_new_tokens positions (the
   // tokens it has computed plus those this step computes). On the request's first call,

@@ -73,8 +73,9 @@ std::vector<BatchBenchResult> run_batch_benchmark(Model& model, const Tokenizer&
     for (const RequestTimings& x : t) {
       double at = x.ttft_ms;
       for (double gap : x.itl_ms) {
+        const double from = at;
         at += gap;
-        if (at <= t0) continue;
+        if (from < t0) continue;  // the gap overlaps the prefill steps
         gaps.push_back(gap);
         r.decode_tokens++;
       }

@@ -3,7 +3,8 @@
 // at once (the engine prefills them in chunks of its token budget, the first ones already
 // decoding beside the later prefills), then generate N tokens each (greedy, end-of-generation
 // ignored). The decode phase measured is the one where all B decode together: from the moment
-// the last sequence got its first token to the last token. Reported: aggregate decode tok/s in
+// the last sequence got its first token to the last token (a gap that began during the prefill
+// steps, where a decode token shares its step with prompt chunks, is not part of it). Reported: aggregate decode tok/s in
 // that phase, per-sequence ITL percentiles over it, TTFT, KV blocks used, and how much of the
 // held KV memory was unused (whole blocks without a token, and slots inside the blocks).
 //

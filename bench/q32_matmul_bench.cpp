@@ -93,6 +93,10 @@ void q32_args(benchmark::internal::Benchmark* b) {
           if (n_tokens == 512 && n_out == 32000) continue;  // minutes per run on 2 cores
           b->Args({static_cast<int64_t>(t), n_in, n_out, n_tokens, 2, static_cast<int64_t>(isa)});
         }
+  // Batched decode (16 sequences in a step): close to the ridge point, both streams and compute.
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
+    for (auto [n_in, n_out] : shapes)
+      b->Args({static_cast<int64_t>(t), n_in, n_out, 16, 2, static_cast<int64_t>(Isa::Avx512)});
   // One thread: under a loaded machine its CPU time is the cleaner per-core figure.
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
     for (int64_t n_tokens : {1, 64})

@@ -96,6 +96,13 @@ std::vector<BatchBenchResult> run_batch_benchmark(Model& model, const Tokenizer&
     r.empty_block_frac = blocks > 0 ? static_cast<double>(after.empty_block_steps - before.empty_block_steps) / blocks : 0;
     r.unused_slot_frac = slots > 0 ? 1.0 - static_cast<double>(after.token_steps - before.token_steps) / slots : 0;
     r.preemptions = after.preemptions - before.preemptions;
+    r.steps = after.steps - before.steps;
+    if (r.steps > 0) {
+      const double n = static_cast<double>(r.steps);
+      r.schedule_ms_per_step = (after.schedule_ms - before.schedule_ms) / n;
+      r.forward_ms_per_step = (after.forward_ms - before.forward_ms) / n;
+      r.sample_ms_per_step = (after.sample_ms - before.sample_ms) / n;
+    }
     const std::string leaks = engine.leak_report();
     if (!leaks.empty()) fail("bench: KV blocks leaked: {}", leaks);
     if (on_result) on_result(r);

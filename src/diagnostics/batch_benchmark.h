@@ -44,6 +44,9 @@ struct BatchBenchResult {
   double empty_block_frac = 0;  // mean share of held blocks that held no token
   double unused_slot_frac = 0;  // mean share of held slots not written
   int64_t preemptions = 0;
+  // The engine thread's time over the whole run (prefill steps included), per step on average.
+  int64_t steps = 0;
+  double schedule_ms_per_step = 0, forward_ms_per_step = 0, sample_ms_per_step = 0;
 };
 
 std::vector<BatchBenchResult> run_batch_benchmark(Model& model, const Tokenizer& tokenizer, const BatchBenchOptions& o,

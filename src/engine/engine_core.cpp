@@ -278,6 +278,7 @@ void EngineCore::admit(Submission& s) {
 }
 
 void EngineCore::step() {
+  const double t_schedule = now_ms();
   SchedulerOutput out = scheduler_->schedule();
   for (const BlockCopy& c : out.copies) storage_->copy_rows(c.src, c.dst, c.n_rows);
   if (out.empty()) return;
@@ -305,12 +306,16 @@ void EngineCore::step() {
     }
   }
   if (logits_.size() < static_cast<size_t>(n_out * n_vocab_)) logits_.resize(static_cast<size_t>(n_out * n_vocab_));
+  const double t_forward = now_ms();
+  local_stats_.schedule_ms += t_forward - t_schedule;
   try {
     model_.forward(batch_, *storage_, logits_.data());
   } catch (const std::exception& e) {
     for (const ScheduledRequest& s : out.scheduled) finish(*seqs_.at(s.request->id), FinishReason::Error, StreamEvent{}, e.what());
     return;
   }
+  const double t_sample = now_ms();
+  local_stats_.forward_ms += t_sample - t_forward;
   scheduler_->update_from_output(out);
   local_stats_.steps++;
   local_stats_.computed_tokens += out.n_tokens;
@@ -345,6 +350,7 @@ void EngineCore::step() {
     if (!smp.error.empty()) finish(*smp.seq, FinishReason::Error, StreamEvent{}, smp.error);
     else apply_token(*smp.seq, std::move(smp.event));
   }
+  local_stats_.sample_ms += now_ms() - t_sample;
 }
 
 // n > 1: the other n - 1 completions share every block of the computed prompt.

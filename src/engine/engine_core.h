@@ -69,6 +69,9 @@ struct EngineStats {
   int64_t generated_tokens = 0;  // tokens sampled
   int64_t requests_finished = 0;
   int64_t blocks_used_peak = 0;
+  // Where the engine thread's time goes, summed over steps (ms): scheduling and batch assembly,
+  // the forward pass, sampling and emitting tokens.
+  double schedule_ms = 0, forward_ms = 0, sample_ms = 0;
   // Sums over steps of the running requests' KV holdings (means over a run: divide two sums):
   // blocks held, of which holding no token yet; slots in those blocks, of which written.
   int64_t block_steps = 0, empty_block_steps = 0, slot_steps = 0, token_steps = 0;

@@ -153,6 +153,10 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
       j["kv_empty_block_frac"] = r.empty_block_frac;
       j["kv_unused_slot_frac"] = r.unused_slot_frac;
       j["preemptions"] = r.preemptions;
+      j["steps"] = r.steps;
+      j["engine_ms_per_step"] = {{"schedule", r.schedule_ms_per_step},
+                                 {"forward", r.forward_ms_per_step},
+                                 {"sample", r.sample_ms_per_step}};
       j["decode_gb_s"] = rr.decode.gb_s;
       j["decode_gflop_s"] = rr.decode.gflop_s;
       j["decode_roofline_frac"] = rr.decode.frac;

@@ -12,6 +12,10 @@
 // activation broadcast across G groups.
 #pragma once
 
+// GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
+// it once inlined (as in attention_avx512.cpp); silence that here, before the headers are read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
@@ -151,9 +155,17 @@ struct Q32FmtIq4nl {
 
 // ---- the register tile: G row groups (16 rows each) x T tokens over all blocks ----
 
+// Software prefetch while a tile runs: `lines` cache lines per block from `next` on (into L2),
+// so weights the next tiles stream from DRAM are already on their way. Changes no arithmetic.
+struct Q32Prefetch {
+  const uint8_t* next = nullptr;
+  const uint8_t* end = nullptr;
+  int64_t lines = 0;
+};
+
 template <class F, int G, int T>
 inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
-                     float* y, int64_t ldy, int64_t row0, int64_t row_end) {
+                     float* y, int64_t ldy, int64_t row0, int64_t row_end, Q32Prefetch pf = {}) {
   constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
   __m512 facc[G][T];
   const Q32ActBlock* a[T];
@@ -164,6 +176,8 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t* pair = g0 + (b >> 1) * kPair;
     const int64_t hb = b & 1;
+    for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
     // Few tiles in flight (decode): a second accumulator halves the dependency chain.
     constexpr bool kSplit = G * T <= 2;
     __m512i iacc[G][T], iacc2[G][T];
@@ -215,18 +229,19 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
 
 template <class F, int G>
 inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act,
-                       size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end) {
+                       size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end, Q32Prefetch pf = {}) {
   switch (n_tok) {
-    case 1: q32_tile<F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    case 2: q32_tile<F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    case 3: q32_tile<F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    case 4: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    case 5: q32_tile<F, G, 5>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
-    default: q32_tile<F, G, 6>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end); break;
+    case 1: q32_tile<F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 2: q32_tile<F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 3: q32_tile<F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 4: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 5: q32_tile<F, G, 5>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    default: q32_tile<F, G, 6>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
   }
 }
 
 inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a < b ? a : b; }
 
 // The MatmulKernel::compute of format F.
 // Up to 6 tokens (decode, small batches): each row group is streamed once with all tokens, one
@@ -258,18 +273,30 @@ void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_st
   }
   int64_t block_groups = static_cast<int64_t>((128u << 10) / group_bytes) & ~int64_t{1};
   if (block_groups < 2) block_groups = 2;
+  // The first token tile over a row block streams its weights from DRAM; the later ones find
+  // them in L2. While those run, the next row block is prefetched, spread evenly over their
+  // blocks, so the next first pass streams from L2 too (only within this call's rows).
+  const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
     const int64_t ge = q32_min(g_end, gb + block_groups);
+    Q32Prefetch pf;
+    pf.next = base + ge * group_bytes;
+    pf.end = base + q32_min(g_end, ge + block_groups) * group_bytes;
+    const int64_t steps = (n_tiles - 1) * ((ge - gb + 1) / 2) * nb;
+    const int64_t lines = static_cast<int64_t>(pf.end - pf.next) / 64;
+    pf.lines = steps > 0 ? (lines + steps - 1) / steps : 0;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {
       const int64_t nt = q32_min(kTile, n_tokens - t0);
       const uint8_t* at = act + t0 * act_stride;
       float* yt = y + t0 * ldy;
       for (int64_t g = gb; g < ge; g += 2) {
         const uint8_t* gp = base + g * group_bytes;
+        const Q32Prefetch tile_pf = t0 == 0 ? Q32Prefetch{} : pf;
         if (g + 1 < ge)
-          q32_tile_n<F, 2>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+          q32_tile_n<F, 2>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1, tile_pf);
         else
-          q32_tile_n<F, 1>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1);
+          q32_tile_n<F, 1>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1, tile_pf);
+        if (t0 > 0) pf.next = q32_min_ptr(pf.end, pf.next + pf.lines * nb * 64);
       }
     }
   }

@@ -199,6 +199,8 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   float* pbuf = vbuf + B * dvp;         // 4 x B
   auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + 4 * B);
   const uint8_t** v_rows = k_rows + B;
+  const uint8_t** k_next = v_rows + B;  // the next block's rows, fetched one block ahead
+  const uint8_t** v_next = k_next + B;
 
   int64_t max_kv = 0;
   for (int64_t i = 0; i < qs.n_q; i++) max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
@@ -208,9 +210,27 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
     for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(o + r * dvp + c, _mm512_setzero_ps());
   }
 
+  // Cached K/V rows are gathered a head slice at a time from rows of all KV heads, a pattern
+  // the hardware prefetchers do not follow: the next block's slices are prefetched while this
+  // block is computed (the loads of the staging were the tile's main stall).
+  const size_t esize = f16 ? 2 : 4;
+  const size_t k_off = static_cast<size_t>(hk * dk) * esize, k_len = static_cast<size_t>(dk) * esize;
+  const size_t v_off = static_cast<size_t>(hk * dv) * esize, v_len = static_cast<size_t>(dv) * esize;
+  auto prefetch_rows = [&](int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+      for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + k_off + b), _MM_HINT_T0);
+      for (size_t b = 0; b < v_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(v_next[j] + v_off + b), _MM_HINT_T0);
+    }
+  };
+  if (max_kv > 0) kv.fetch(kv.ctx, 0, min64(B, max_kv), k_next, v_next);
   for (int64_t j0 = 0; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
-    kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
+    for (int64_t j = 0; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
+    if (j0 + B < max_kv) {
+      const int64_t nn = min64(B, max_kv - j0 - B);
+      kv.fetch(kv.ctx, j0 + B, nn, k_next, v_next);
+      prefetch_rows(nn);
+    }
     // This KV head's slice of every row of the block, widened to F32, once for all the tile's
     // query rows.
     if (f16) stage_block<uint16_t>(k_rows, v_rows, nb, hk, dk, dv, dvp, kt, vbuf);

@@ -143,7 +143,10 @@ void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t 
       const int64_t chunks = std::min(p.n_groups, std::max<int64_t>(1, (4 * nt * p.w->n_out + rows - 1) / rows));
       p.grain = (p.n_groups + chunks - 1) / chunks;
     } else {
-      p.grain = std::clamp<int64_t>(p.n_groups / (nt * 8), 1, std::max<int64_t>(1, 256 / p.align));
+      // At least 32 rows a chunk, so the kernels' two-group tiles apply to small matrices too
+      // (K and V of grouped-query attention: 256 rows).
+      const int64_t min_grain = std::min(p.n_groups, std::max<int64_t>(1, 32 / p.align));
+      p.grain = std::clamp<int64_t>(p.n_groups / (nt * 8), min_grain, std::max<int64_t>(min_grain, 256 / p.align));
     }
     p.first_chunk = n_chunks;
     n_chunks += (p.n_groups + p.grain - 1) / p.grain;

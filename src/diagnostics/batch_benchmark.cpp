@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "diagnostics/benchmark.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"

@@ -57,21 +57,6 @@ std::vector<int32_t> bench_prompt(int64_t n_tokens, int64_t n_vocab, int32_t bos
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
-
 BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::function<void(const BenchPhase&)>& on_progress) {
   if (o.n_prompt < 1) fail("bench: the prompt needs at least 1 token, got {}", o.n_prompt);
   if (o.n_gen < 0) fail("bench: the number of decoded tokens must not be negative, got {}", o.n_gen);

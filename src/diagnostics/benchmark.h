@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/stats.h"
 
 namespace lumen {
 
@@ -73,9 +74,5 @@ std::vector<int32_t> bench_prompt(int64_t n_tokens, int64_t n_vocab, int32_t bos
 BenchResult run_benchmark(Model& model, const BenchOptions& options,
                           const std::function<void(const BenchPhase&)>& on_progress = {});
 
-// Median (mean of the middle two for an even count); 0 for an empty vector.
-double median(std::vector<double> v);
-// Nearest-rank percentile, p in [0, 100]; 0 for an empty vector.
-double percentile(std::vector<double> v, double p);
 
 }  // namespace lumen

@@ -163,7 +163,7 @@ std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, c
   if (max_tokens > 0 && n_prompt + max_tokens > pool_tokens)
     fail("the prompt has {} tokens; with max_tokens {} that is {}, more than the whole KV cache holds ({} tokens); raise --kv-memory",
          n_prompt, max_tokens, n_prompt + max_tokens, pool_tokens);
-  const int64_t max_num_tokens = max_tokens > 0 ? n_prompt + max_tokens : std::min(n_ctx, pool_tokens);
+  const int64_t max_num_tokens = max_tokens > 0 ? n_prompt + max_tokens : max_sequence_tokens();
 
   std::lock_guard lock(mu_);
   if (stop_) fail("the engine is shutting down");

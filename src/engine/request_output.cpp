@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/stats.h"
 #include "engine/engine_core.h"
 
 namespace lumen {
@@ -18,14 +19,7 @@ double RequestTimings::itl_mean() const {
   return itl_ms.empty() ? 0.0 : decode_ms() / static_cast<double>(itl_ms.size());
 }
 
-double RequestTimings::itl_percentile(double p) const {
-  if (itl_ms.empty()) return 0.0;
-  std::vector<double> v = itl_ms;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
+double RequestTimings::itl_percentile(double p) const { return percentile(itl_ms, p); }
 
 std::optional<StreamEvent> RequestHandle::next() {
   std::unique_lock lock(mu_);

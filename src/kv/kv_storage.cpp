@@ -31,6 +31,16 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** 
   }
 }
 
+// One row of n floats in the storage type (F32 or F16).
+void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
+  if (type == GgmlType::F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  auto* d = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; i++) d[i] = fp32_to_fp16(src[i]);
+}
+
 }  // namespace
 
 KvRows PagedKvSource::rows() const { return KvRows{fetch_paged_rows, this}; }
@@ -48,32 +58,19 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks) : layout_(layout)
   layer_bytes_ = k_bytes_ + round64(slots * layout.row_bytes_v());
   bytes_ = layer_bytes_ * static_cast<size_t>(layout.n_layer);
   // Anonymous pages are zero and committed on first write: a large pool costs only what is used.
-  mapped_ = bytes_;
-  void* p = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot map {} bytes for the KV cache ({} blocks)", bytes_, n_blocks);
   arena_ = static_cast<uint8_t*>(p);
 }
 
 KvStorage::~KvStorage() {
-  if (arena_) munmap(arena_, mapped_);
+  if (arena_) munmap(arena_, bytes_);
 }
 
 void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
-  uint8_t* kd = k_base(layer) + slot * layout_.row_bytes_k();
-  uint8_t* vd = v_base(layer) + slot * layout_.row_bytes_v();
-  if (layout_.k_type == GgmlType::F32) {
-    std::memcpy(kd, k, layout_.row_bytes_k());
-  } else {
-    auto* d = reinterpret_cast<uint16_t*>(kd);
-    for (int64_t i = 0; i < layout_.kv_dim_k; i++) d[i] = fp32_to_fp16(k[i]);
-  }
-  if (layout_.v_type == GgmlType::F32) {
-    std::memcpy(vd, v, layout_.row_bytes_v());
-  } else {
-    auto* d = reinterpret_cast<uint16_t*>(vd);
-    for (int64_t i = 0; i < layout_.kv_dim_v; i++) d[i] = fp32_to_fp16(v[i]);
-  }
+  store_row(layout_.k_type, k, layout_.kv_dim_k, k_base(layer) + slot * layout_.row_bytes_k());
+  store_row(layout_.v_type, v, layout_.kv_dim_v, v_base(layer) + slot * layout_.row_bytes_v());
 }
 
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {

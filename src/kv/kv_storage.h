@@ -70,7 +70,7 @@ class KvStorage {
 
   KvLayout layout_;
   int32_t n_blocks_;
-  size_t k_bytes_ = 0, layer_bytes_ = 0, bytes_ = 0, mapped_ = 0;
+  size_t k_bytes_ = 0, layer_bytes_ = 0, bytes_ = 0;
   uint8_t* arena_ = nullptr;
 };
 

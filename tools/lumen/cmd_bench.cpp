@@ -97,6 +97,14 @@ std::string name_of(const GgufFile& f, const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }
 
+nlohmann::json ceilings_json(const RooflineMeasurement& machine) {
+  return {{"dram_read_gb_s", machine.dram_read_gbps},
+          {"fp32_gflop_s", machine.fp32_gflops},
+          {"int8_gop_s", machine.int8_gops},
+          {"cpu", machine.cpu_brand},
+          {"from_cache", machine.from_cache}};
+}
+
 // --batch / --cached-prefix: the engine's throughput and prefix-cache TTFT.
 void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurement& machine, int n_threads,
                       const std::string& path) {
@@ -162,10 +170,7 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
       j["decode_roofline_frac"] = rr.decode.frac;
       j["decode_bound"] = rr.decode.bandwidth_bound ? "bandwidth" : "compute";
       j["verdict"] = rr.decode.verdict;
-      j["ceilings"] = {{"dram_read_gb_s", machine.dram_read_gbps},
-                       {"fp32_gflop_s", machine.fp32_gflops},
-                       {"int8_gop_s", machine.int8_gops},
-                       {"from_cache", machine.from_cache}};
+      j["ceilings"] = ceilings_json(machine);
       fmt::print("{}\n", j.dump());
     } else {
       fmt::print("{:>5} {:>13.1f} {:>8.2f}x {:>10.2f} {:>10.2f} {:>10.1f} {:>6}/{:<6} {:>12.1f}%  {}\n", r.batch,
@@ -199,6 +204,9 @@ void run_bench(const BenchArgs& a) {
   if (a.n_prompt < 1) fail("-p/--n-prompt must be at least 1");
   if (a.n_gen < 0) fail("-n/--n-gen must not be negative");
   if (a.n_reps < 1) fail("-r/--repetitions must be at least 1");
+  if (a.cached_prefix < 0) fail("--cached-prefix must be at least 1 token, got {}", a.cached_prefix);
+  for (int64_t b : a.batches)
+    if (b < 1) fail("--batch sizes must be at least 1, got {}", b);
   const int n_threads =
       a.model.n_threads > 0 ? a.model.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   Progress progress;
@@ -319,11 +327,7 @@ void run_bench(const BenchArgs& a) {
     j["prefill_bound"] = rr.prefill.bandwidth_bound ? "bandwidth" : "compute";
     j["prefill_compute"] = rr.compute_kind;
     j["prefill_compute_peak_gflop_s"] = rr.compute_peak;
-    j["ceilings"] = {{"dram_read_gb_s", machine.dram_read_gbps},
-                     {"fp32_gflop_s", machine.fp32_gflops},
-                     {"int8_gop_s", machine.int8_gops},
-                     {"cpu", machine.cpu_brand},
-                     {"from_cache", machine.from_cache}};
+    j["ceilings"] = ceilings_json(machine);
     j["verdict"] = {{"decode", rr.decode.verdict}, {"prefill", rr.prefill.verdict}};
     nlohmann::json per_rep = nlohmann::json::array();
     for (const BenchRep& r : res.reps)

@@ -248,6 +248,17 @@ void register_run(CLI::App& app) {
       pending.push_back(std::move(q));
     };
     const size_t window = static_cast<size_t>(std::max<int64_t>(4, 2 * a.engine.parallel));
+    // Reports the oldest prompts until at most `keep` are in flight; stdin generations are
+    // separated by a newline in text mode.
+    bool first = true;
+    auto report_until = [&](size_t keep, bool separate) {
+      while (pending.size() > keep) {
+        if (separate && !first && !a.json) fmt::print("\n");
+        first = false;
+        report(pending.front());
+        pending.pop_front();
+      }
+    };
 
     if (!a.prompt_file.empty()) {
       std::ifstream in(a.prompt_file, std::ios::binary);
@@ -255,31 +266,18 @@ void register_run(CLI::App& app) {
       std::stringstream ss;
       ss << in.rdbuf();
       submit(ss.str());
+      report_until(0, false);
     } else if (prompt_opt->count() > 0) {
       submit(a.prompt);
+      report_until(0, false);
     } else {
       std::string line;
-      bool first = true;
       while (std::getline(std::cin, line)) {
         submit(line);
-        while (pending.size() > window) {
-          if (!first && !a.json) fmt::print("\n");
-          first = false;
-          report(pending.front());
-          pending.pop_front();
-        }
+        report_until(window, true);
       }
-      while (!pending.empty()) {
-        if (!first && !a.json) fmt::print("\n");
-        first = false;
-        report(pending.front());
-        pending.pop_front();
-      }
+      report_until(0, true);
       if (!a.json) fmt::print("\n");
-    }
-    while (!pending.empty()) {
-      report(pending.front());
-      pending.pop_front();
     }
     if (failed) fail("some prompts failed (see above)");
   });

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
-  libfmt-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libcpp-httplib-dev
+  libfmt-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libboost1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev          # libFuzzer target and sanitizer runtimes
   python3 python3-numpy             # ../shared/tools/synth_gguf.py for synthetic test models

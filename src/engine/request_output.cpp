@@ -58,6 +58,21 @@ void RequestHandle::push(StreamEvent event) {
     events_.push_back(std::move(event));
   }
   cv_.notify_all();
+  // Called under its own lock, so that once set_listener() returns the old listener is not
+  // running and will not run (what it points to may then go away).
+  std::lock_guard lock(listener_mu_);
+  if (listener_) listener_();
+}
+
+void RequestHandle::set_listener(std::function<void()> listener) {
+  std::lock_guard lock(listener_mu_);
+  listener_ = std::move(listener);
+  bool pending = false;
+  {
+    std::lock_guard events_lock(mu_);
+    pending = !events_.empty();
+  }
+  if (pending && listener_) listener_();
 }
 
 }  // namespace lumen

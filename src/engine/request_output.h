@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -68,6 +69,13 @@ class RequestHandle {
   bool cancel_requested() const { return cancelled_.load(std::memory_order_relaxed); }
   bool done() const;
 
+  // Called (on the engine thread, or here at once when events are already queued) after each
+  // event is queued, so an asynchronous consumer (the HTTP server) can schedule a drain instead
+  // of blocking a thread in next(). It must be quick and must not call back into this handle
+  // under its own locks. Once this returns, the previous listener is not running and will not
+  // run again; an empty function detaches it.
+  void set_listener(std::function<void()> listener);
+
   // Engine side.
   void push(StreamEvent event);
 
@@ -77,6 +85,8 @@ class RequestHandle {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
+  std::mutex listener_mu_;  // held while the listener runs
+  std::function<void()> listener_;
   int remaining_;  // completions not yet finished
   std::atomic<bool> cancelled_{false};
   EngineCore* engine_;

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   lumen::cli::register_perplexity(app);
   lumen::cli::register_bench(app);
   lumen::cli::register_quantize(app);
+  lumen::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -266,6 +266,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void begin_stream(HttpResponse res) {
     stream_ = std::move(res.stream);
+    final_written_ = false;
     srv_->n_open_responses++;
     extra_headers_ = std::move(res.headers);
     if (stream_->streamed()) {
@@ -291,14 +292,14 @@ class Session : public std::enable_shared_from_this<Session> {
     watching_ = true;
     sock_.async_read_some(buf_.prepare(4096), [self = shared_from_this()](error_code ec, size_t n) {
       self->watching_ = false;
-      if (!ec) {
-        self->buf_.commit(n);
-        if (self->stream_) self->watch_client();
-        else self->after_stream();
-        return;
+      if (!ec) self->buf_.commit(n);
+      if (self->stream_) {
+        if (ec) return self->client_gone();
+        return self->watch_client();
       }
-      if (self->stream_) return self->client_gone();
-      if (ec == net::error::operation_aborted && self->sock_.is_open()) self->after_stream();
+      // The response is complete: when its last write is out too, go on (else that write's
+      // completion does).
+      if (self->final_written_ && self->sock_.is_open()) self->after_stream();
     });
   }
 
@@ -324,10 +325,11 @@ class Session : public std::enable_shared_from_this<Session> {
     write(out_, [self = shared_from_this()] {
       if (!self->done_) return self->pump();
       self->done_ = false;
+      self->final_written_ = true;
       // The response is out: stop watching, then read the next request (keep-alive).
       if (self->watching_) {
         error_code ignored;
-        self->sock_.cancel(ignored);  // the watch's handler continues in after_stream()
+        self->sock_.cancel(ignored);  // the watch's handler goes on to after_stream()
       } else {
         self->after_stream();
       }
@@ -349,7 +351,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = true;
   bool writing_ = false;
   bool watching_ = false;
-  bool done_ = false;
+  bool done_ = false;           // the stream's last chunk is taken
+  bool final_written_ = false;  // and written
   std::string out_, pending_out_;
   std::vector<char> drain_;
   std::shared_ptr<ResponseStream> stream_;

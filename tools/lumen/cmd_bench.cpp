@@ -395,7 +395,11 @@ void register_bench(CLI::App& app) {
   a.engine.add_to(cmd, /*with_parallel=*/false);
   cmd->add_flag("--remeasure", a.remeasure,
                 "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
-  cmd->callback([] { run_bench(a); });
+  register_bench_serve(*cmd);
+  cmd->callback([cmd] {
+    if (cmd->got_subcommand("serve")) return;
+    run_bench(a);
+  });
 }
 
 }  // namespace lumen::cli

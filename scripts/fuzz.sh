@@ -31,7 +31,10 @@ status=0
 for src in tests/fuzz/*.cpp; do
   name=$(basename "$src" .cpp)
   corpus=$(mktemp -d)
-  cp "$seeds"/* "$corpus"/
+  # The GGUF reader starts from the model prefixes; every other target from its own folder of
+  # small seeds, tests/fuzz/seeds/<target>/.
+  if [ "$name" = fuzz_gguf ]; then cp "$seeds"/* "$corpus"/;
+  elif [ -d "tests/fuzz/seeds/$name" ]; then cp -r "tests/fuzz/seeds/$name"/. "$corpus"/; fi
   echo "== fuzzing $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
   # A crash leaves its input as crash-* in the current folder and a non-zero exit status.
   ./build-fuzz/tests/fuzz/"$name" -max_total_time="$secs" -max_len=131072 -rss_limit_mb=4096 \

@@ -48,7 +48,7 @@ Json parse_json_body(std::string_view body, const ApiLimits& limits) {
   Json j;
   try {
     j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     throw ApiError(400, fmt::format("the body is not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw ApiError(400, "the body must be a JSON object");

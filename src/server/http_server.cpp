@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cctype>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -69,6 +70,13 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   std::atomic<size_t> n_connections{0};
   std::atomic<size_t> n_open_responses{0};
+  // Producers (the engine thread) post drains into the I/O context only through this gate, which
+  // stop() closes before the context goes away.
+  struct PostGate {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();
 
   void accept();
   void report(int status) {
@@ -112,7 +120,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec || gen != self->timer_gen_) return;
       self->timed_out_ = true;
       error_code ignored;
-      self->sock_.close(ignored);
+      // A write that does not drain: the client is gone or hostile, close. A request that does
+      // not arrive: cancel the read, so that it can still be answered 408.
+      if (self->writing_ || self->lingering_) self->sock_.close(ignored);
+      else self->sock_.cancel(ignored);
     });
   }
   void disarm() {
@@ -232,6 +243,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Half-closes and drains what the client still sends for a moment, so that our response is
   // not destroyed by a reset before the client reads it.
   void linger_close() {
+    lingering_ = true;
     error_code ignored;
     sock_.shutdown(tcp::socket::shutdown_send, ignored);
     arm(std::chrono::seconds(2));
@@ -276,7 +288,9 @@ class Session : public std::enable_shared_from_this<Session> {
     watch_client();
     std::weak_ptr<Session> weak = shared_from_this();
     auto ex = sock_.get_executor();
-    stream_->set_listener([weak, ex] {
+    stream_->set_listener([weak, ex, gate = srv_->gate] {
+      std::lock_guard lock(gate->mu);
+      if (!gate->open) return;
       net::post(ex, [weak] {
         if (auto s = weak.lock()) s->pump();
       });
@@ -346,6 +360,7 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer timer_;
   uint64_t timer_gen_ = 0;
   bool timed_out_ = false;
+  bool lingering_ = false;
   boost::beast::flat_buffer buf_;
   std::optional<Parser> parser_;
   bool keep_alive_ = true;
@@ -416,6 +431,10 @@ void HttpServer::stop_accepting() {
 
 void HttpServer::stop() {
   if (!impl_->ioc) return;
+  {
+    std::lock_guard lock(impl_->gate->mu);
+    impl_->gate->open = false;
+  }
   impl_->work.reset();
   impl_->ioc->stop();
   for (auto& t : impl_->threads) t.join();

@@ -10,7 +10,11 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev          # libFuzzer target and sanitizer runtimes
   python3 python3-numpy             # ../shared/tools/synth_gguf.py for synthetic test models
+  prometheus                        # promtool, which checks /metrics in tests/e2e/server
 )
+# Node.js and npm for the server's end-to-end tests (tests/e2e/server), unless a node is
+# already on PATH (e.g. from NodeSource).
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,6 +24,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The end-to-end tests' npm packages, exactly as package-lock.json pins them; again whenever the
+# lockfile is newer than what is installed.
+E2E=tests/e2e/server
+if [ ! -d "$E2E/node_modules" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules" ]; then
+  (cd "$E2E" && npm ci --no-audit --no-fund && touch node_modules)
 fi
 
 [ "${1:-}" = "--no-build" ] && exit 0

@@ -143,8 +143,10 @@ ResponseStream::Chunk GenerationStream::poll() {
       Json delta_logprobs = nullptr;
       const bool eog = e->finished && e->finish_reason == FinishReason::Eog;
       if (e->token >= 0) c.tokens++;
+      const bool first = !c.started;
+      c.started = true;
       std::string text;
-      if (!c.started && !ctx_.echo.empty() && !ctx_.chat) text = ctx_.echo[h];
+      if (first && !ctx_.echo.empty() && !ctx_.chat) text = ctx_.echo[h];
       text += e->text;
       if (ctx_.logprobs && e->token >= 0 && !eog) {
         if (ctx_.stream) {
@@ -169,8 +171,6 @@ ResponseStream::Chunk GenerationStream::poll() {
         out.data += sse(Json::parse(error_body(500, "generation failed: " + c.error)));
         continue;
       }
-      const bool first = !c.started;
-      c.started = true;
       if (text.empty() && delta_logprobs.is_null() && !c.finished && !(first && ctx_.chat)) continue;
       Json choice{{"index", idx}};
       if (ctx_.chat) {

@@ -65,7 +65,8 @@ struct HttpServer::Impl {
   // Destroyed in stop(), which destroys the handlers still queued and with them their sessions
   // (cancelling their streams) while this Impl, which they point to, is alive.
   std::unique_ptr<net::io_context> ioc = std::make_unique<net::io_context>();
-  std::unique_ptr<tcp::acceptor> acceptor = std::make_unique<tcp::acceptor>(*ioc);
+  // On a strand: accepting and stop_accepting()'s close run on different I/O threads otherwise.
+  std::unique_ptr<tcp::acceptor> acceptor = std::make_unique<tcp::acceptor>(net::make_strand(*ioc));
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   std::atomic<size_t> n_connections{0};
@@ -183,6 +184,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto msg = parser_->release();
     parser_.reset();
     keep_alive_ = msg.keep_alive();
+    head_ = msg.method() == http::verb::head;
     HttpRequest req;
     req.method = std::string(msg.method_string());
     const std::string_view target(msg.target().data(), msg.target().size());
@@ -210,7 +212,7 @@ class Session : public std::enable_shared_from_this<Session> {
                   const std::string& body) {
     srv_->report(status);
     out_ = format_head(status, type, headers, body.size(), keep_alive_);
-    out_ += body;
+    if (!head_) out_ += body;  // HEAD: the same headers, no body
     write(out_, [self = shared_from_this()] {
       if (self->keep_alive_) self->read_request();
       else self->linger_close();
@@ -364,6 +366,7 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::beast::flat_buffer buf_;
   std::optional<Parser> parser_;
   bool keep_alive_ = true;
+  bool head_ = false;
   bool writing_ = false;
   bool watching_ = false;
   bool done_ = false;           // the stream's last chunk is taken
@@ -423,7 +426,7 @@ void HttpServer::start() {
 }
 
 void HttpServer::stop_accepting() {
-  net::post(*impl_->ioc, [impl = impl_.get()] {
+  net::post(impl_->acceptor->get_executor(), [impl = impl_.get()] {
     error_code ignored;
     impl->acceptor->close(ignored);
   });

@@ -84,6 +84,8 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.n_ctx < 0) fail("the context size must not be negative, got {}", c.n_ctx);
   if (c.n_ctx == 0) c.n_ctx = std::min<int64_t>(model.config().n_ctx_train > 0 ? model.config().n_ctx_train : 4096, 4096);
   if (c.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1, got {}", c.max_batch_tokens);
+  if (c.max_prefill_tokens_while_decoding < 0)
+    fail("--max-prefill-while-decoding must be >= 0 (0 = the whole budget), got {}", c.max_prefill_tokens_while_decoding);
   if (c.max_batch_tokens > model.n_batch())
     fail("--max-batch-tokens {} exceeds the model's batch size {} (-b)", c.max_batch_tokens, model.n_batch());
   if (c.max_running < 1) fail("--parallel must be at least 1, got {}", c.max_running);
@@ -113,6 +115,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   storage_ = std::make_unique<KvStorage>(layout, static_cast<int32_t>(n_blocks_));
   SchedulerConfig sc;
   sc.max_batch_tokens = c.max_batch_tokens;
+  sc.max_prefill_tokens_while_decoding = c.max_prefill_tokens_while_decoding;
   sc.max_running = c.max_running;
   sc.max_waiting = std::numeric_limits<int64_t>::max();  // bounded here, in submit()
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);

@@ -43,6 +43,7 @@ struct EngineConfig {
   int64_t n_ctx = 0;               // positions per sequence (prompt + generated); 0: the model's, at most 4096
   int64_t max_running = 16;        // --parallel: most sequences computed together
   int64_t max_batch_tokens = 512;  // token budget of one step (at most the model's n_batch)
+  int64_t max_prefill_tokens_while_decoding = 0;  // --max-prefill-while-decoding; 0 = the budget
   int64_t max_waiting = 1024;      // a full queue refuses new requests
   int32_t block_size = 16;         // --kv-block-size
   int64_t kv_memory = 0;           // --kv-memory bytes; 0: what n_ctx x max_running needs, capped by free RAM

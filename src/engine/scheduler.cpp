@@ -28,6 +28,11 @@ void Scheduler::add_running(Request* r, const Request* after) {
   running_.insert(it + 1, r);
 }
 
+// Computing the last token of the sequence so far, after the prompt: one token per step.
+bool Scheduler::is_decoding(const Request& r) {
+  return r.num_output_tokens() > 0 && r.num_tokens() - r.num_computed_tokens == 1;
+}
+
 void Scheduler::preempt(Request* r) {
   kv_.free(r->id);
   r->num_computed_tokens = 0;
@@ -40,13 +45,29 @@ void Scheduler::preempt(Request* r) {
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int64_t budget = config_.max_batch_tokens;
+  // Prompt tokens this step may still take: capped when some request decodes in it.
+  int64_t prefill_left = budget;
+  if (config_.max_prefill_tokens_while_decoding > 0)
+    for (const Request* r : running_)
+      if (is_decoding(*r)) {
+        prefill_left = config_.max_prefill_tokens_while_decoding;
+        break;
+      }
 
   // Running requests, oldest first. A request that cannot get its blocks preempts the newest
   // running request (possibly itself) and tries again.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* r = running_[i];
-    const int64_t n_new = std::min(r->num_tokens() - r->num_computed_tokens, budget);
+    const bool decoding = is_decoding(*r);
+    int64_t n_new = std::min(r->num_tokens() - r->num_computed_tokens, budget);
     LUMEN_ASSERT(n_new >= 1);  // a running request always has a token to compute
+    if (!decoding) {
+      n_new = std::min(n_new, prefill_left);
+      if (n_new == 0) {  // its prompt waits for a step with room; the decodes behind it go on
+        i++;
+        continue;
+      }
+    }
     bool scheduled = false;
     while (true) {
       if (kv_.allocate_slots(r->id, r->num_computed_tokens, n_new)) {
@@ -63,17 +84,18 @@ SchedulerOutput Scheduler::schedule() {
     out.scheduled.push_back({r, n_new});
     out.n_tokens += n_new;
     budget -= n_new;
+    if (!decoding) prefill_left -= n_new;
     i++;
   }
 
   // Waiting requests in order, while there is budget and room; none after a preemption (the
   // pool is full: new work would only be preempted again).
-  while (out.preempted.empty() && budget > 0 && !waiting_.empty() &&
+  while (out.preempted.empty() && budget > 0 && prefill_left > 0 && !waiting_.empty() &&
          static_cast<int64_t>(running_.size()) < config_.max_running) {
     Request* r = waiting_.front();
     // Looked up again each step while it waits; counted once, when it is admitted.
     KvCacheManager::PrefixMatch match = kv_.match_prefix(r->tokens, /*count=*/false);
-    const int64_t n_new = std::min(r->num_tokens() - match.n_tokens, budget);
+    const int64_t n_new = std::min({r->num_tokens() - match.n_tokens, budget, prefill_left});
     if (!kv_.allocate_slots(r->id, match.n_tokens, n_new, &match)) break;  // first come, first served
     waiting_.pop_front();
     kv_.record_prefix_query(r->num_tokens(), match.n_tokens);
@@ -84,6 +106,7 @@ SchedulerOutput Scheduler::schedule() {
     out.scheduled.push_back({r, n_new});
     out.n_tokens += n_new;
     budget -= n_new;
+    prefill_left -= n_new;
   }
   out.copies = kv_.take_copies();
   return out;

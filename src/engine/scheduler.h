@@ -25,6 +25,11 @@ struct SchedulerConfig {
   int64_t max_batch_tokens = 512;  // token budget of one step
   int64_t max_running = 16;        // most running sequences (--parallel)
   int64_t max_waiting = 1024;      // a full waiting queue refuses new requests
+  // Most prompt tokens (prefill) one step computes while some running requests decode; 0 = up
+  // to the budget. A step's time grows with its prefill tokens and every decoding request waits
+  // for the whole step, so a cap bounds their inter-token latency (stall-free batching, as in
+  // Sarathi-Serve) at the cost of a longer time to first token for the newcomers.
+  int64_t max_prefill_tokens_while_decoding = 0;
 };
 
 struct ScheduledRequest {
@@ -68,6 +73,7 @@ class Scheduler {
 
  private:
   void preempt(Request* request);
+  static bool is_decoding(const Request& r);
 
   SchedulerConfig config_;
   KvCacheManager& kv_;

@@ -150,6 +150,34 @@ TEST_F(SchedulerTest, ChunkedPrefillInterleavesWithRunningDecodes) {
   EXPECT_EQ(computed_[4], 4003 - 1);
 }
 
+TEST_F(SchedulerTest, PrefillWhileDecodingIsCapped) {
+  // With the cap, a step that carries decodes computes at most 100 prompt tokens, shared in
+  // order between a running prompt and the waiting ones; a step without decodes takes the
+  // whole budget.
+  init(512, 16, {.max_batch_tokens = 512, .max_running = 16, .max_prefill_tokens_while_decoding = 100});
+  Request& a = make(1, 300, 310);
+  Request& b = make(2, 80, 90);
+  SchedulerOutput out = step();  // no decodes yet: the whole budget
+  EXPECT_EQ(n_new_of(out, a), 300);
+  EXPECT_EQ(n_new_of(out, b), 80);
+  Request& c = make(3, 150, 160);
+  Request& d = make(4, 70, 80);
+  out = step();  // a and b decode; c takes the 100 prompt tokens, d waits
+  EXPECT_EQ(ids_of(out), (std::vector<RequestId>{1, 2, 3}));
+  EXPECT_EQ(n_new_of(out, a), 1);
+  EXPECT_EQ(n_new_of(out, c), 100);
+  EXPECT_EQ(out.n_tokens, 102);
+  out = step();  // c's last 50 come first among the prompts, then 50 of d
+  EXPECT_EQ(ids_of(out), (std::vector<RequestId>{1, 2, 3, 4}));
+  EXPECT_EQ(n_new_of(out, c), 50);
+  EXPECT_EQ(n_new_of(out, d), 50);
+  out = step();
+  EXPECT_EQ(n_new_of(out, c), 1);  // c decodes now
+  EXPECT_EQ(n_new_of(out, d), 20);
+  run();
+  for (Request* r : {&a, &b, &c, &d}) expect_complete(*r, prompt_of(r->id, r->num_prompt_tokens));
+}
+
 TEST_F(SchedulerTest, RunningPromptChunksComeBeforeWaitingRequests) {
   init(512, 16, {.max_batch_tokens = 512, .max_running = 16});
   Request& big = make(1, 4000, 4001);

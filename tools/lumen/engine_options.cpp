@@ -1,5 +1,7 @@
 #include "engine_options.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 
@@ -13,6 +15,10 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                   "KV cache size, e.g. 2GiB or 512MiB (default: what -c x --parallel needs, capped by free memory)");
   cmd->add_option("--kv-block-size", kv_block_size, "tokens per KV block (default 16)");
   cmd->add_option("--max-batch-tokens", max_batch_tokens, "token budget of one engine step (default 512)");
+  cmd->add_option("--max-prefill-while-decoding", max_prefill_while_decoding,
+                  fmt::format("most prompt tokens one step computes while other sequences decode: bounds their "
+                              "inter-token latency, delays newcomers' first token (0 = the whole budget; default {})",
+                              max_prefill_while_decoding));
   cmd->add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of earlier prompts");
   cmd->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32")
       ->check(CLI::IsMember({"f16", "f32"}));
@@ -23,6 +29,7 @@ EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
   c.n_ctx = n_ctx;
   c.max_running = parallel;
   c.max_batch_tokens = max_batch_tokens;
+  c.max_prefill_tokens_while_decoding = max_prefill_while_decoding;
   c.block_size = kv_block_size;
   c.kv_memory = kv_memory.empty() ? 0 : parse_memory_size(kv_memory);
   c.prefix_caching = !no_prefix_cache;

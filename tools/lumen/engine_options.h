@@ -16,6 +16,7 @@ struct EngineArgs {
   std::string kv_memory;  // "" = what -c x --parallel needs, capped by free RAM
   int32_t kv_block_size = 16;
   int64_t max_batch_tokens = 512;
+  int64_t max_prefill_while_decoding = 0;  // set before add_to() for another default
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
 

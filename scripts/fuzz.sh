@@ -36,9 +36,12 @@ for src in tests/fuzz/*.cpp; do
   if [ "$name" = fuzz_gguf ]; then cp "$seeds"/* "$corpus"/;
   elif [ -d "tests/fuzz/seeds/$name" ]; then cp -r "tests/fuzz/seeds/$name"/. "$corpus"/; fi
   echo "== fuzzing $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
+  # A target may bring a dictionary of its input's keywords: tests/fuzz/<target>.dict.
+  dict=()
+  [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
   # A crash leaves its input as crash-* in the current folder and a non-zero exit status.
   ./build-fuzz/tests/fuzz/"$name" -max_total_time="$secs" -max_len=131072 -rss_limit_mb=4096 \
-    -print_final_stats=1 "$corpus" >"$corpus.log" 2>&1 || status=1
+    -print_final_stats=1 "${dict[@]}" "$corpus" >"$corpus.log" 2>&1 || status=1
   tail -15 "$corpus.log"
   rm -rf "$corpus" "$corpus.log"
 done

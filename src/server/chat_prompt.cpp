@@ -6,10 +6,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#if __has_include("template/chat_template.h")
 #include "template/chat_template.h"
-#define LUMEN_HAVE_TEMPLATES 1
-#endif
 #include "tokenizer/tokenizer.h"
 
 namespace lumen::server {
@@ -51,9 +48,6 @@ ChatSetup make_chat_setup(const GgufFile& file, const Tokenizer& tokenizer, cons
     s.description = "none (the model has none: /v1/chat/completions answers 400; give --chat-template FILE or chatml)";
     return s;
   }
-#ifndef LUMEN_HAVE_TEMPLATES
-  fail("chat templates are not built in");
-#else
   std::shared_ptr<const JinjaTemplate> tpl;
   try {
     tpl = std::make_shared<const JinjaTemplate>(source);
@@ -65,7 +59,6 @@ ChatSetup make_chat_setup(const GgufFile& file, const Tokenizer& tokenizer, cons
   if (tokenizer.bos_id() >= 0) s.bos_token = tokenizer.token_to_piece(tokenizer.bos_id(), /*special=*/true);
   if (tokenizer.eos_id() >= 0) s.eos_token = tokenizer.token_to_piece(tokenizer.eos_id(), /*special=*/true);
   return s;
-#endif
 }
 
 }  // namespace lumen::server

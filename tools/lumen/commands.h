@@ -14,6 +14,7 @@ void register_perplexity(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_chat_template(CLI::App& app);
 void register_bench_serve(CLI::App& bench);  // `bench serve`, under bench
 
 }  // namespace lumen::cli

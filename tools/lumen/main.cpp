@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   lumen::cli::register_bench(app);
   lumen::cli::register_quantize(app);
   lumen::cli::register_serve(app);
+  lumen::cli::register_chat_template(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

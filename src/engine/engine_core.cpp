@@ -84,6 +84,8 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.n_ctx < 0) fail("the context size must not be negative, got {}", c.n_ctx);
   if (c.n_ctx == 0) c.n_ctx = std::min<int64_t>(model.config().n_ctx_train > 0 ? model.config().n_ctx_train : 4096, 4096);
   if (c.max_batch_tokens < 1) fail("--max-batch-tokens must be at least 1, got {}", c.max_batch_tokens);
+  if (!(c.decode_stall_factor == 0 || c.decode_stall_factor >= 1))
+    fail("--decode-stall-factor must be 0 (off) or at least 1, got {}", c.decode_stall_factor);
   if (c.max_prefill_tokens_while_decoding < 0)
     fail("--max-prefill-while-decoding must be >= 0 (0 = the whole budget), got {}", c.max_prefill_tokens_while_decoding);
   if (c.max_batch_tokens > model.n_batch())
@@ -116,6 +118,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   SchedulerConfig sc;
   sc.max_batch_tokens = c.max_batch_tokens;
   sc.max_prefill_tokens_while_decoding = c.max_prefill_tokens_while_decoding;
+  pacer_ = PrefillPacer(c.decode_stall_factor, /*min_tokens=*/8, c.max_batch_tokens);
   sc.max_running = c.max_running;
   sc.max_waiting = std::numeric_limits<int64_t>::max();  // bounded here, in submit()
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
@@ -282,6 +285,11 @@ void EngineCore::admit(Submission& s) {
 
 void EngineCore::step() {
   const double t_schedule = now_ms();
+  if (config_.decode_stall_factor > 0) {
+    const int64_t paced = pacer_.cap(scheduler_->num_decoding());
+    const int64_t fixed = config_.max_prefill_tokens_while_decoding;
+    scheduler_->set_max_prefill_tokens_while_decoding(paced > 0 && fixed > 0 ? std::min(fixed, paced) : std::max(fixed, paced));
+  }
   SchedulerOutput out = scheduler_->schedule();
   for (const BlockCopy& c : out.copies) storage_->copy_rows(c.src, c.dst, c.n_rows);
   if (out.empty()) return;
@@ -319,6 +327,7 @@ void EngineCore::step() {
   }
   const double t_sample = now_ms();
   local_stats_.forward_ms += t_sample - t_forward;
+  pacer_.observe(out.n_tokens, t_sample - t_forward);
   scheduler_->update_from_output(out);
   local_stats_.steps++;
   local_stats_.computed_tokens += out.n_tokens;

@@ -21,6 +21,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "engine/prefill_pacer.h"
 #include "engine/request_output.h"
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
@@ -44,6 +45,9 @@ struct EngineConfig {
   int64_t max_running = 16;        // --parallel: most sequences computed together
   int64_t max_batch_tokens = 512;  // token budget of one step (at most the model's n_batch)
   int64_t max_prefill_tokens_while_decoding = 0;  // --max-prefill-while-decoding; 0 = the budget
+  // --decode-stall-factor: steps that carry decodes get prompt chunks sized (from measured step
+  // times) to take about this many times a decode-only step; 0 = off. See PrefillPacer.
+  double decode_stall_factor = 0;
   int64_t max_waiting = 1024;      // a full queue refuses new requests
   int32_t block_size = 16;         // --kv-block-size
   int64_t kv_memory = 0;           // --kv-memory bytes; 0: what n_ctx x max_running needs, capped by free RAM
@@ -142,6 +146,7 @@ class EngineCore {
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<KvStorage> storage_;
   std::unique_ptr<Scheduler> scheduler_;
+  PrefillPacer pacer_{0, 1, 1};
 
   // Engine-thread state.
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;

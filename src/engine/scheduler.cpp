@@ -33,6 +33,10 @@ bool Scheduler::is_decoding(const Request& r) {
   return r.num_output_tokens() > 0 && r.num_tokens() - r.num_computed_tokens == 1;
 }
 
+int64_t Scheduler::num_decoding() const {
+  return std::count_if(running_.begin(), running_.end(), [](const Request* r) { return is_decoding(*r); });
+}
+
 void Scheduler::preempt(Request* r) {
   kv_.free(r->id);
   r->num_computed_tokens = 0;

@@ -47,6 +47,10 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
+  // The engine's prefill pacer moves the cap between steps (0 = up to the budget).
+  void set_max_prefill_tokens_while_decoding(int64_t n) { config_.max_prefill_tokens_while_decoding = n; }
+  // Running requests that compute one generated token in the next step.
+  int64_t num_decoding() const;
   Scheduler(const SchedulerConfig& config, KvCacheManager& kv);
 
   const SchedulerConfig& config() const { return config_; }

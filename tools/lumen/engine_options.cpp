@@ -19,6 +19,10 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                   fmt::format("most prompt tokens one step computes while other sequences decode: bounds their "
                               "inter-token latency, delays newcomers' first token (0 = the whole budget; default {})",
                               max_prefill_while_decoding));
+  cmd->add_option("--decode-stall-factor", decode_stall_factor,
+                  fmt::format("size the prompt chunks of steps that carry decodes, from measured step times, so "
+                              "that such a step takes about this many times a decode-only step (0 = off; default {})",
+                              decode_stall_factor));
   cmd->add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of earlier prompts");
   cmd->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32")
       ->check(CLI::IsMember({"f16", "f32"}));
@@ -30,6 +34,7 @@ EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
   c.max_running = parallel;
   c.max_batch_tokens = max_batch_tokens;
   c.max_prefill_tokens_while_decoding = max_prefill_while_decoding;
+  c.decode_stall_factor = decode_stall_factor;
   c.block_size = kv_block_size;
   c.kv_memory = kv_memory.empty() ? 0 : parse_memory_size(kv_memory);
   c.prefix_caching = !no_prefix_cache;

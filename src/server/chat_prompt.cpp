@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "gguf/gguf_file.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -22,14 +23,6 @@ constexpr const char* kChatMl =
     "{%- endfor -%}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif -%}";
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--chat-template {}: cannot read the file (give a Jinja template file, or chatml)", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 ChatSetup make_chat_setup(const GgufFile& file, const Tokenizer& tokenizer, const std::string& override_spec) {
@@ -39,7 +32,11 @@ ChatSetup make_chat_setup(const GgufFile& file, const Tokenizer& tokenizer, cons
     source = kChatMl;
     s.description = "built-in ChatML (--chat-template chatml)";
   } else if (!override_spec.empty()) {
-    source = read_text_file(override_spec);
+    try {
+      source = read_whole_file(override_spec);
+    } catch (const Error& e) {
+      fail("--chat-template: {} (give a Jinja template file, or chatml)", e.what());
+    }
     s.description = override_spec;
   } else if (auto t = file.get_string("tokenizer.chat_template")) {
     source = std::string(*t);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "core/text_file.h"
 #include "core/error.h"
 #include "template/chat_template.h"
 
@@ -26,15 +27,6 @@ struct ChatTemplateOptions {
   std::string now;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path);
-  return ss.str();
-}
-
 }  // namespace
 
 void register_chat_template(CLI::App& app) {
@@ -44,7 +36,7 @@ void register_chat_template(CLI::App& app) {
   cmd->add_option("--vars", o.vars_path, "a JSON object: its keys become the template's variables")->required();
   cmd->add_option("--now", o.now, "strftime_now()'s clock, \"YYYY-MM-DD HH:MM:SS\" (default: $LUMEN_NOW, else now)");
   cmd->callback([] {
-    const std::string source = read_file(o.template_path);
+    const std::string source = read_whole_file(o.template_path);
     std::unique_ptr<JinjaTemplate> loaded;
     try {
       loaded = std::make_unique<JinjaTemplate>(source);
@@ -54,7 +46,7 @@ void register_chat_template(CLI::App& app) {
     const JinjaTemplate& tpl = *loaded;
     nlohmann::ordered_json vars;
     try {
-      vars = nlohmann::ordered_json::parse(read_file(o.vars_path));
+      vars = nlohmann::ordered_json::parse(read_whole_file(o.vars_path));
     } catch (const nlohmann::json::exception& e) {
       fail("{}: {}", o.vars_path, e.what());
     }

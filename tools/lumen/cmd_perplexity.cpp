@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "diagnostics/perplexity.h"
 #include "model/model.h"
 #include "engine_options.h"
@@ -29,11 +30,7 @@ void register_perplexity(CLI::App& app) {
   cmd->add_option("--kv-type", kv_type, "KV cache element type: f32 (default: the reference's precision) or f16")
       ->check(CLI::IsMember({"f16", "f32"}));
   cmd->callback([] {
-    std::ifstream in(text_file, std::ios::binary);
-    if (!in) fail("{}: cannot read the text file", text_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    std::string text = read_whole_file(text_file);
     if (!text.empty() && text.back() == '\n') text.pop_back();  // exactly one, as llama.cpp does
 
     ModelArgs args = margs;

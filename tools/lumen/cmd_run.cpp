@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "engine/engine_core.h"
 #include "engine/sampling_params.h"
 #include "model/model.h"
@@ -261,11 +262,7 @@ void register_run(CLI::App& app) {
     };
 
     if (!a.prompt_file.empty()) {
-      std::ifstream in(a.prompt_file, std::ios::binary);
-      if (!in) fail("{}: cannot read the prompt file", a.prompt_file);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      submit(ss.str());
+      submit(read_whole_file(a.prompt_file));
       report_until(0, false);
     } else if (prompt_opt->count() > 0) {
       submit(a.prompt);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "core/text_file.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -26,15 +27,6 @@ struct TokenizeOptions {
   bool ids_only = false;
   bool no_parse_special = false;
 };
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("{}: read error", path);
-  return ss.str();
-}
 
 }  // namespace
 

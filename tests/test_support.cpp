@@ -91,4 +91,22 @@ std::string synth_model(const std::string& file_name, const std::string& args, c
   return path;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+TempFile::TempFile(const std::string& content) {
+  char tpl[] = "/tmp/lumen_test_XXXXXX";
+  const int fd = mkstemp(tpl);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  FILE* f = fdopen(fd, "wb");
+  std::fwrite(content.data(), 1, content.size(), f);
+  std::fclose(f);
+  path_ = tpl;
+}
+
+TempFile::~TempFile() { std::remove(path_.c_str()); }
+
 }  // namespace lumen::test

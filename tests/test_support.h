@@ -19,6 +19,22 @@ struct CommandResult {
 // Runs the built `lumen` binary with the given arguments (shell-quoted here).
 CommandResult run_cli(const std::string& args, const std::string& stdin_text = "");
 
+// `s` in single quotes for the shell (embedded quotes escaped).
+std::string shell_quote(const std::string& s);
+
+// A file with the given content under /tmp, removed when this goes away.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& content);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace lumen::test
 
 namespace lumen::test {

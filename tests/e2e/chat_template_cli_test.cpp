@@ -20,29 +20,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& content) {
-    char tpl[] = "/tmp/lumen_chat_template_XXXXXX";
-    const int fd = mkstemp(tpl);
-    EXPECT_GE(fd, 0);
-    FILE* f = fdopen(fd, "wb");
-    std::fwrite(content.data(), 1, content.size(), f);
-    std::fclose(f);
-    path_ = tpl;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 const char* const kCases = "chat-templates/cases.json";
 
@@ -58,10 +35,10 @@ const ordered_json* find_case(const std::string& id) {
 
 // Runs the CLI on a case: its template from shared/, its variables through a temporary file.
 test::CommandResult run_case(const ordered_json& c, const std::string& extra = "") {
-  const TempFile vars(c["variables"].dump());
+  const test::TempFile vars(c["variables"].dump());
   return test::run_cli("chat-template --template " +
-                       quote(test::shared_path("chat-templates/" + c["template"].get<std::string>())) + " --vars " +
-                       quote(vars.path()) + extra);
+                       test::shell_quote(test::shared_path("chat-templates/" + c["template"].get<std::string>())) + " --vars " +
+                       test::shell_quote(vars.path()) + extra);
 }
 
 TEST(ChatTemplateCli, GraniteWithNow) {
@@ -116,25 +93,25 @@ TEST(ChatTemplateCli, RaiseExceptionFailsWithItsMessage) {
 }
 
 TEST(ChatTemplateCli, BadInputIsOneLineError) {
-  const TempFile vars(R"({"messages": []})");
-  const TempFile bad_template("{% if true %}never closed");
-  auto r = test::run_cli("chat-template --template " + quote(bad_template.path()) + " --vars " + quote(vars.path()));
+  const test::TempFile vars(R"({"messages": []})");
+  const test::TempFile bad_template("{% if true %}never closed");
+  auto r = test::run_cli("chat-template --template " + test::shell_quote(bad_template.path()) + " --vars " + test::shell_quote(vars.path()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("template line 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(bad_template.path()), std::string::npos) << r.err;
 
-  const TempFile good_template("{{ messages|length }}");
-  r = test::run_cli("chat-template --template /nonexistent/t.jinja --vars " + quote(vars.path()));
+  const test::TempFile good_template("{{ messages|length }}");
+  r = test::run_cli("chat-template --template /nonexistent/t.jinja --vars " + test::shell_quote(vars.path()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/t.jinja"), std::string::npos) << r.err;
 
-  const TempFile not_json("{ nope");
-  r = test::run_cli("chat-template --template " + quote(good_template.path()) + " --vars " + quote(not_json.path()));
+  const test::TempFile not_json("{ nope");
+  r = test::run_cli("chat-template --template " + test::shell_quote(good_template.path()) + " --vars " + test::shell_quote(not_json.path()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(not_json.path()), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
-  r = test::run_cli("chat-template --template " + quote(good_template.path()) + " --vars " + quote(vars.path()));
+  r = test::run_cli("chat-template --template " + test::shell_quote(good_template.path()) + " --vars " + test::shell_quote(vars.path()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "0");
 }

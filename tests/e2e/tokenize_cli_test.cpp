@@ -16,12 +16,6 @@
 namespace lumen {
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::vector<std::string> vocab_inputs(const std::string& base) {
   const std::string raw = test::read_file(test::shared_path(base + ".inp"));
   const std::string sep = "\n__ggml_vocab_test__\n";
@@ -47,23 +41,6 @@ std::vector<std::string> vocab_outputs(const std::string& base) {
   return out;
 }
 
-class TempFile {
- public:
-  explicit TempFile(const std::string& content) {
-    char tpl[] = "/tmp/lumen_tokenize_XXXXXX";
-    const int fd = mkstemp(tpl);
-    EXPECT_GE(fd, 0);
-    FILE* f = fdopen(fd, "wb");
-    std::fwrite(content.data(), 1, content.size(), f);
-    std::fclose(f);
-    path_ = tpl;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // `lumen tokenize --no-bos --ids` on the strings given (by index) of one vocabulary's test file.
 void check_vocab_lines(const std::string& name, const std::vector<size_t>& which) {
@@ -74,9 +51,9 @@ void check_vocab_lines(const std::string& name, const std::vector<size_t>& which
   ASSERT_EQ(inputs.size(), outputs.size());
   for (size_t i : which) {
     ASSERT_LT(i, inputs.size());
-    const TempFile text(inputs[i]);
-    const auto r = test::run_cli("tokenize -m " + quote(test::shared_path(base)) + " --no-bos --ids --file " +
-                                 quote(text.path()));
+    const test::TempFile text(inputs[i]);
+    const auto r = test::run_cli("tokenize -m " + test::shell_quote(test::shared_path(base)) + " --no-bos --ids --file " +
+                                 test::shell_quote(text.path()));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, outputs[i]) << name << " string " << i << ": '" << inputs[i] << "'";
   }
@@ -88,7 +65,7 @@ TEST(TokenizeCli, Qwen2Vectors) { check_vocab_lines("qwen2", {33, 45}); }
 
 TEST(TokenizeCli, TextArgumentBosAndSpecialSwitches) {
   if (!test::shared_exists("models/stories260K.gguf")) GTEST_SKIP() << "stories260K.gguf not found";
-  const std::string m = "tokenize -m " + quote(test::shared_path("models/stories260K.gguf"));
+  const std::string m = "tokenize -m " + test::shell_quote(test::shared_path("models/stories260K.gguf"));
   auto r = test::run_cli(m + " --ids 'Once upon a time'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[1, 403, 407, 261, 378]\n");
@@ -107,23 +84,23 @@ TEST(TokenizeCli, TextArgumentBosAndSpecialSwitches) {
 TEST(TokenizeCli, ErrorsAreOneLineAndNonZero) {
   if (!test::shared_exists("models/zh-tang-poem-750K.gguf")) GTEST_SKIP() << "poem model not found";
   // The poem model has no byte-fallback tokens: English text cannot be tokenized.
-  auto r = test::run_cli("tokenize -m " + quote(test::shared_path("models/zh-tang-poem-750K.gguf")) + " --ids Hello");
+  auto r = test::run_cli("tokenize -m " + test::shell_quote(test::shared_path("models/zh-tang-poem-750K.gguf")) + " --ids Hello");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("'H'"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   // ...but its own characters can.
-  r = test::run_cli("tokenize -m " + quote(test::shared_path("models/zh-tang-poem-750K.gguf")) + " --ids 春风");
+  r = test::run_cli("tokenize -m " + test::shell_quote(test::shared_path("models/zh-tang-poem-750K.gguf")) + " --ids 春风");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[1, 13, 38, 29]\n");
 
   r = test::run_cli("tokenize -m /nonexistent/model.gguf --ids hi");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
-  r = test::run_cli("tokenize -m " + quote(test::shared_path("models/zh-tang-poem-750K.gguf")));
+  r = test::run_cli("tokenize -m " + test::shell_quote(test::shared_path("models/zh-tang-poem-750K.gguf")));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("TEXT"), std::string::npos) << r.err;
-  r = test::run_cli("tokenize -m " + quote(test::shared_path("models/zh-tang-poem-750K.gguf")) +
+  r = test::run_cli("tokenize -m " + test::shell_quote(test::shared_path("models/zh-tang-poem-750K.gguf")) +
                     " --file /nonexistent/text.txt");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("/nonexistent/text.txt"), std::string::npos) << r.err;

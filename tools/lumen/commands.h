@@ -15,6 +15,7 @@ void register_bench(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_chat_template(CLI::App& app);
+void register_plan(CLI::App& app);
 void register_bench_serve(CLI::App& bench);  // `bench serve`, under bench
 
 }  // namespace lumen::cli

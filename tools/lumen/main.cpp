@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   lumen::cli::register_quantize(app);
   lumen::cli::register_serve(app);
   lumen::cli::register_chat_template(app);
+  lumen::cli::register_plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

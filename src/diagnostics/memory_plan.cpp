@@ -1,0 +1,116 @@
+#include "diagnostics/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+
+namespace lumen {
+
+namespace {
+
+double bytes_per_element(GgmlType t) {
+  const TypeTraits& tr = type_traits(t);
+  return static_cast<double>(tr.type_size) / static_cast<double>(tr.block_size);
+}
+
+int64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  return 0;
+}
+
+}  // namespace
+
+double kv_bytes_per_token(int64_t n_layer, int64_t n_head_kv, int64_t head_dim_k, int64_t head_dim_v, GgmlType k, GgmlType v) {
+  return static_cast<double>(n_layer) * static_cast<double>(n_head_kv) *
+         (static_cast<double>(head_dim_k) * bytes_per_element(k) + static_cast<double>(head_dim_v) * bytes_per_element(v));
+}
+
+MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
+  if (q.parallel < 1) fail("--parallel must be at least 1");
+  if (q.block_size < 1) fail("--kv-block-size must be at least 1");
+  if (q.n_ctx < 0 || q.window < 0 || q.memory_bytes < 0) fail("sizes must not be negative");
+  const ModelConfig c = ModelConfig::from_gguf(f, RopeStyle::Adjacent);  // the RoPE layout changes no size
+  MemoryPlan p;
+  p.arch = c.arch;
+  p.n_layer = c.n_layer;
+  p.n_head_kv = c.n_head_kv;
+  p.head_dim_k = c.head_dim_k;
+  p.head_dim_v = c.head_dim_v;
+  p.n_ctx = q.n_ctx > 0 ? q.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
+  p.parallel = q.parallel;
+  p.block_size = q.block_size;
+  p.bandwidth_gb_s = q.bandwidth_gb_s;
+
+  // Weights: every tensor; a decode step reads every matrix once, but of an embedding table that
+  // is not also the output matrix only one row per token.
+  bool has_output = false;
+  for (const auto& t : f.tensors()) has_output |= t.name == "output.weight";
+  for (const auto& t : f.tensors()) {
+    p.weights_bytes += static_cast<double>(t.n_bytes);
+    if (t.name == "token_embd.weight" && has_output)
+      p.weights_read_per_step += static_cast<double>(t.n_bytes) / static_cast<double>(std::max<int64_t>(1, t.n_rows()));
+    else
+      p.weights_read_per_step += static_cast<double>(t.n_bytes);
+  }
+  p.memory_bytes = q.memory_bytes;
+  if (p.memory_bytes == 0) {
+    p.memory_bytes = mem_available();
+    p.memory_is_available_ram = true;
+  }
+
+  auto row = [&](std::string label, GgmlType k, GgmlType v, int64_t ctx, int64_t window) {
+    PlanRow r;
+    r.label = std::move(label);
+    r.k_type = k;
+    r.v_type = v;
+    r.n_ctx = ctx;
+    r.window = window;
+    r.kv_bytes_per_token = kv_bytes_per_token(c.n_layer, c.n_head_kv, c.head_dim_k, c.head_dim_v, k, v);
+    // A window keeps only the blocks its last W positions touch (W / block size + 1, and one
+    // more while the newest block fills).
+    const int64_t held = window > 0 ? std::min(ctx, window + 2 * static_cast<int64_t>(q.block_size)) : ctx;
+    const int64_t blocks = (held + q.block_size - 1) / q.block_size;
+    r.kv_bytes_per_sequence = r.kv_bytes_per_token * static_cast<double>(blocks * q.block_size);
+    const double room = static_cast<double>(p.memory_bytes) - p.weights_bytes;
+    r.sequences_fit = room > 0 && r.kv_bytes_per_sequence > 0 ? static_cast<int64_t>(std::floor(room / r.kv_bytes_per_sequence)) : 0;
+    // Read at full depth: every position of the context (at most the window) once per step.
+    const double kv_read = r.kv_bytes_per_token * static_cast<double>(window > 0 ? std::min(ctx, window) : ctx);
+    r.decode_bytes_batch1 = p.weights_read_per_step + kv_read;
+    r.decode_bytes_parallel = p.weights_read_per_step + kv_read * static_cast<double>(q.parallel);  // weights once per step
+    if (q.bandwidth_gb_s > 0) {
+      r.tok_s_batch1 = q.bandwidth_gb_s * 1e9 / r.decode_bytes_batch1;
+      r.tok_s_parallel = q.bandwidth_gb_s * 1e9 / r.decode_bytes_parallel * static_cast<double>(q.parallel);
+    }
+    return r;
+  };
+  auto types = [](GgmlType k, GgmlType v) { return fmt::format("K {} / V {}", type_name(k), type_name(v)); };
+  p.chosen = row(types(q.k_type, q.v_type) + fmt::format(", {} tokens", p.n_ctx), q.k_type, q.v_type, p.n_ctx, q.window);
+  p.parallel_fits = p.weights_bytes + static_cast<double>(q.parallel) * p.chosen.kv_bytes_per_sequence <= static_cast<double>(p.memory_bytes);
+
+  const std::pair<GgmlType, GgmlType> kv_types[] = {
+      {GgmlType::F32, GgmlType::F32},   {GgmlType::F16, GgmlType::F16},   {GgmlType::BF16, GgmlType::BF16},
+      {GgmlType::Q8_0, GgmlType::Q8_0}, {GgmlType::Q8_0, GgmlType::Q4_0}, {GgmlType::Q4_0, GgmlType::Q4_0}};
+  for (const auto& [k, v] : kv_types)
+    if (k != q.k_type || v != q.v_type) p.alternatives.push_back(row(types(k, v), k, v, p.n_ctx, q.window));
+  p.alternatives.push_back(row(fmt::format("half the context ({} tokens)", p.n_ctx / 2), q.k_type, q.v_type, std::max<int64_t>(1, p.n_ctx / 2), q.window));
+  p.alternatives.push_back(row(fmt::format("double the context ({} tokens)", p.n_ctx * 2), q.k_type, q.v_type, p.n_ctx * 2, q.window));
+  if (q.window == 0) {
+    const int64_t w = std::max<int64_t>(q.block_size, p.n_ctx / 4);
+    p.alternatives.push_back(row(fmt::format("a sliding window of {} on every layer", w), q.k_type, q.v_type, p.n_ctx, w));
+  }
+  return p;
+}
+
+}  // namespace lumen

@@ -1,0 +1,98 @@
+// lumen plan's arithmetic against the formula and against what the engine's KV pool really
+// uses for the same model, context and types.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "diagnostics/memory_plan.h"
+#include "engine/engine_core.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "test_support.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen {
+namespace {
+
+const char* kModels[] = {"models/stories260K.gguf", "models/stories260K-q8_0.gguf", "models/quant/small256-Q8_0.gguf"};
+
+TEST(MemoryPlan, MatchesTheFormulaAndThePool) {
+  for (const char* rel : kModels) {
+    if (!test::shared_exists(rel)) continue;
+    SCOPED_TRACE(rel);
+    std::shared_ptr<GgufFile> f = GgufFile::open(test::shared_path(rel));
+    ModelOptions opt;
+    opt.n_threads = 1;
+    const auto model = Model::load(f, opt);
+    const ModelConfig& c = model->config();
+    PlanRequest q;
+    q.n_ctx = 200;  // not a multiple of the block size: the pool rounds up
+    q.parallel = 3;
+    q.memory_bytes = int64_t{1} << 30;
+    const MemoryPlan p = make_memory_plan(*f, q);
+    // The formula: 2 x n_layer x n_head_kv x head_dim x 2 bytes (F16).
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, 2.0 * c.n_layer * c.n_head_kv * c.head_dim_k * 2.0);
+    // The pool: one block's K and V bytes over all layers, per token.
+    const KvLayout layout = model->kv_layout(GgmlType::F16, 16);
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, static_cast<double>(layout.block_bytes()) / 16.0);
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, 13.0 * static_cast<double>(layout.block_bytes()));  // ceil(200 / 16) blocks
+    const double room = static_cast<double>(q.memory_bytes) - p.weights_bytes;
+    EXPECT_EQ(p.chosen.sequences_fit, static_cast<int64_t>(std::floor(room / p.chosen.kv_bytes_per_sequence)));
+    // Weights: every tensor in the file; a decode step reads what the model says it reads.
+    double total = 0;
+    for (const auto& t : f->tensors()) total += static_cast<double>(t.n_bytes);
+    EXPECT_DOUBLE_EQ(p.weights_bytes, total);
+    EXPECT_NEAR(p.weights_read_per_step, static_cast<double>(model->weight_bytes()), total * 0.01);
+    // 8-bit and 4-bit blocks: 34 and 18 bytes per 32 elements.
+    const double elems = 2.0 * c.n_layer * c.n_head_kv * c.head_dim_k;
+    bool saw_q8 = false, saw_q4 = false;
+    for (const PlanRow& r : p.alternatives) {
+      if (r.k_type == GgmlType::Q8_0 && r.v_type == GgmlType::Q8_0 && r.n_ctx == 200 && r.window == 0) {
+        EXPECT_DOUBLE_EQ(r.kv_bytes_per_token, elems * 34.0 / 32.0);
+        saw_q8 = true;
+      }
+      if (r.k_type == GgmlType::Q4_0 && r.v_type == GgmlType::Q4_0 && r.n_ctx == 200 && r.window == 0) {
+        EXPECT_DOUBLE_EQ(r.kv_bytes_per_token, elems * 18.0 / 32.0);
+        saw_q4 = true;
+      }
+    }
+    EXPECT_TRUE(saw_q8 && saw_q4);
+  }
+}
+
+// The engine's pool, sized for the plan's sequences, holds exactly the plan's blocks for a
+// sequence of the plan's context.
+TEST(MemoryPlan, EqualsTheEnginesRealUsage) {
+  const std::string path = test::shared_path("models/stories260K.gguf");
+  std::shared_ptr<GgufFile> f = GgufFile::open(path);
+  ModelOptions opt;
+  opt.n_threads = 1;
+  const auto model = Model::load(f, opt);
+  const auto tok = Tokenizer::from_gguf(*f);
+  PlanRequest q;
+  q.n_ctx = 100;
+  q.parallel = 1;
+  q.memory_bytes = int64_t{1} << 30;
+  const MemoryPlan p = make_memory_plan(*f, q);
+  EngineConfig ec;
+  ec.n_ctx = 100;
+  ec.max_running = 1;
+  EngineCore engine(*model, *tok, ec);
+  GenerationParams gp;
+  gp.sampling.temperature = 0;
+  gp.sampling.max_tokens = 100 - 5;
+  gp.ignore_eos = true;
+  auto h = engine.submit({1, 2, 3, 4, 5}, gp);
+  while (h->next()) {
+  }
+  engine.wait_idle();
+  const EngineStats s = engine.stats();
+  // The sequence reached 100 tokens, so it held ceil(100 / 16) = 7 blocks at its peak.
+  EXPECT_EQ(s.blocks_used_peak, 7);
+  const KvLayout layout = model->kv_layout(GgmlType::F16, 16);
+  EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, static_cast<double>(s.blocks_used_peak) * static_cast<double>(layout.block_bytes()));
+}
+
+}  // namespace
+}  // namespace lumen

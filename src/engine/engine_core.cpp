@@ -124,6 +124,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
   local_stats_.blocks_total = n_blocks_;
   local_stats_.block_size = c.block_size;
+  local_stats_.kv_bytes_per_block = block_bytes;
   stats_ = local_stats_;
   thread_ = std::thread([this] { loop(); });
 }

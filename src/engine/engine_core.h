@@ -67,6 +67,7 @@ struct GenerationParams {
 struct EngineStats {
   int64_t running = 0, waiting = 0;
   int64_t blocks_total = 0, blocks_used = 0, block_size = 0;
+  int64_t kv_bytes_per_block = 0;  // K and V of one block over all layers
   KvCacheStats cache;
   int64_t preemptions = 0;
   int64_t steps = 0;

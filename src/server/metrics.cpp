@@ -130,6 +130,12 @@ std::string ServerMetrics::render(const EngineStats* e, const std::string& model
     scalar("lumen_num_requests_waiting", "gauge", "Requests waiting to be scheduled.", static_cast<double>(e->waiting));
     scalar("lumen_kv_cache_blocks_used", "gauge", "KV cache blocks held by requests.", static_cast<double>(e->blocks_used));
     scalar("lumen_kv_cache_num_blocks", "gauge", "KV cache blocks in the pool.", static_cast<double>(e->blocks_total));
+    scalar("lumen_kv_cache_bytes_per_token", "gauge", "KV cache bytes one token takes (K and V, every layer).",
+           e->block_size > 0 ? static_cast<double>(e->kv_bytes_per_block) / static_cast<double>(e->block_size) : 0.0);
+    scalar("lumen_kv_cache_memory_used_bytes", "gauge", "KV cache bytes in blocks held by requests.",
+           static_cast<double>(e->blocks_used) * static_cast<double>(e->kv_bytes_per_block));
+    scalar("lumen_kv_cache_memory_bytes", "gauge", "KV cache bytes of the whole pool.",
+           static_cast<double>(e->blocks_total) * static_cast<double>(e->kv_bytes_per_block));
     scalar("lumen_kv_cache_usage_perc", "gauge", "Fraction of the KV cache blocks in use (1 = full).",
            e->blocks_total > 0 ? static_cast<double>(e->blocks_used) / static_cast<double>(e->blocks_total) : 0.0);
     scalar("lumen_num_preemptions_total", "counter", "Requests preempted (blocks freed, recomputed later).", static_cast<double>(e->preemptions));

@@ -147,6 +147,9 @@ TEST_F(BenchCli, BatchJsonOneObjectPerSize) {
       EXPECT_TRUE(objs[i].contains(k)) << k;
     EXPECT_GT(objs[i]["decode_tok_s"].get<double>(), 0.0);
     EXPECT_EQ(objs[i]["kv_blocks_used"], (i == 0 ? 1 : 3) * 2);  // 24 tokens in blocks of 16
+    // stories260K: 2 (K, V) x 5 layers x 4 KV heads x 8 x 2 bytes (F16).
+    EXPECT_EQ(objs[i]["kv_bytes_per_token"], 640);
+    EXPECT_EQ(objs[i]["kv_memory_peak_bytes"], objs[i]["kv_blocks_used"].get<int64_t>() * 16 * 640);
   }
 }
 

@@ -36,6 +36,8 @@ TEST(ServerMetrics, CompletionsFeedCountersAndHistograms) {
   EngineStats e;
   e.blocks_total = 100;
   e.blocks_used = 25;
+  e.block_size = 16;
+  e.kv_bytes_per_block = 16 * 640;
   const std::string out = m.render(&e, "tiny");
   EXPECT_NE(out.find("lumen_prompt_tokens_total{model_name=\"tiny\"} 10\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lumen_generation_tokens_total{model_name=\"tiny\"} 6\n"), std::string::npos);
@@ -45,6 +47,9 @@ TEST(ServerMetrics, CompletionsFeedCountersAndHistograms) {
   EXPECT_NE(out.find("lumen_http_requests_total{status=\"400\"} 1\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_kv_cache_blocks_used{model_name=\"tiny\"} 25\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_kv_cache_usage_perc{model_name=\"tiny\"} 0.25\n"), std::string::npos);
+  EXPECT_NE(out.find("lumen_kv_cache_bytes_per_token{model_name=\"tiny\"} 640\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("lumen_kv_cache_memory_used_bytes{model_name=\"tiny\"} 256000\n"), std::string::npos);
+  EXPECT_NE(out.find("lumen_kv_cache_memory_bytes{model_name=\"tiny\"} 1024000\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_inter_token_latency_seconds_count{model_name=\"tiny\"} 4\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_time_to_first_token_seconds_count{model_name=\"tiny\"} 2\n"), std::string::npos);
   EXPECT_NE(out.find("# TYPE lumen_time_to_first_token_seconds histogram\n"), std::string::npos);

@@ -31,29 +31,53 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::work(const Job& job, int thread_index) {
+namespace {
+constexpr uint64_t kIndexMask = 0xffffffffu;
+constexpr uint64_t kClosed = kIndexMask;  // an epoch's index while its job is being written
+}  // namespace
+
+// Claims and runs chunks of the current job until none is left (or the job is not the one whose
+// fields were read: then the claim fails and the loop looks again).
+void ThreadPool::work(int thread_index) {
   for (;;) {
-    const int64_t b = next_.fetch_add(job.grain, std::memory_order_relaxed);
-    if (b >= job.n) break;
-    const int64_t e = b + job.grain < job.n ? b + job.grain : job.n;
-    job.call(job.ctx, b, e, thread_index);
+    uint64_t s = state_.load(std::memory_order_acquire);
+    const int64_t n = job_n_.load(std::memory_order_acquire);
+    const int64_t grain = job_grain_.load(std::memory_order_acquire);
+    void* ctx = job_ctx_.load(std::memory_order_acquire);
+    auto* call = job_call_.load(std::memory_order_acquire);
+    const int64_t b = static_cast<int64_t>(s & kIndexMask);
+    if (b >= n) return;  // all claimed, or the next job is still being written
+    const int64_t e = b + grain < n ? b + grain : n;
+    // Succeeds only if no other claim and no new job came since `s` was read; the fields read
+    // above then belong to this epoch (a new job closes the state before writing them).
+    if (!state_.compare_exchange_weak(s, (s & ~kIndexMask) | static_cast<uint64_t>(e), std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      continue;
+    call(ctx, b, e, thread_index);
+    done_.fetch_add(e - b, std::memory_order_acq_rel);
   }
 }
 
 void ThreadPool::run(const Job& job) {
-  if (n_threads_ == 1 || job.n <= job.grain) {
+  if (n_threads_ == 1 || job.n <= job.grain || job.n >= static_cast<int64_t>(kClosed)) {
     job.call(job.ctx, 0, job.n, 0);
     return;
   }
-  next_.store(0, std::memory_order_relaxed);
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  job_.store(&job, std::memory_order_relaxed);
+  const uint64_t epoch = static_cast<uint64_t>(++epoch_) << 32;
+  state_.store(epoch | kClosed, std::memory_order_seq_cst);  // no claim can succeed while we write
+  // Release: a worker that reads any new field also sees the state closed (its claim fails).
+  job_n_.store(job.n, std::memory_order_release);
+  job_grain_.store(job.grain, std::memory_order_release);
+  job_ctx_.store(job.ctx, std::memory_order_release);
+  job_call_.store(job.call, std::memory_order_release);
+  done_.store(0, std::memory_order_relaxed);
+  state_.store(epoch, std::memory_order_release);
   // seq_cst increment, then the sleepers_ load: a worker that registers as a sleeper and then
   // re-checks the generation either sees this job or is counted here and woken.
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) generation_.notify_all();
-  work(job, 0);
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; i++) {
+  work(0);
+  for (int i = 0; done_.load(std::memory_order_acquire) < job.n; i++) {
     if (i < kWaitSpins) _mm_pause();
     else std::this_thread::yield();
   }
@@ -81,8 +105,7 @@ void ThreadPool::worker_loop(int thread_index) {
     }
     seen = g;
     if (stop_.load()) return;
-    work(*job_.load(std::memory_order_acquire), thread_index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    work(thread_index);
   }
 }
 

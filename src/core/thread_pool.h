@@ -1,8 +1,10 @@
 // A persistent pool of worker threads for the per-token path. Workers are created once; between
 // jobs they spin on a generation counter (decode issues a job every few tens of microseconds,
 // and a futex wake-up costs more than that), and sleep on it (atomic wait) only after ~1 ms
-// idle. A job is published without locks: pointer, then generation. A job is a range split
-// into chunks that threads claim from an atomic counter (so uneven rows balance themselves).
+// idle. A job is published without locks: its fields, then its epoch, then the generation. A
+// job is a range split into chunks that threads claim from an atomic counter tagged with the
+// job's epoch (so uneven rows balance themselves, and the caller finishes the chunks of a worker
+// that has not woken: it waits only for chunks in progress).
 // The shared counters live on separate cache lines so claiming a chunk does not disturb the
 // line that idle workers spin on. No allocation per job.
 #pragma once
@@ -47,17 +49,26 @@ class ThreadPool {
     void (*call)(void*, int64_t, int64_t, int) = nullptr;
   };
   void run(const Job& job);
-  void work(const Job& job, int thread_index);
+  void work(int thread_index);
   void worker_loop(int thread_index);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::atomic<const Job*> job_{nullptr};
-  alignas(64) std::atomic<uint64_t> generation_{0};
+  // The job being run. Written by the caller only while no claim can succeed (state_ says the
+  // new epoch is closed); read by workers between loading state_ and claiming from it.
+  std::atomic<int64_t> job_n_{0}, job_grain_{1};
+  std::atomic<void*> job_ctx_{nullptr};
+  std::atomic<void (*)(void*, int64_t, int64_t, int)> job_call_{nullptr};
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped per job: what idle workers wait on
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
-  alignas(64) std::atomic<int64_t> next_{0};
-  alignas(64) std::atomic<int> pending_{0};
+  // Job epoch (high 32 bits) and the next unclaimed item (low 32): a claim is one CAS, so a
+  // worker that wakes late, after its job ended, can never claim items of another job.
+  alignas(64) std::atomic<uint64_t> state_{0};
+  // Items finished in the current epoch: the caller returns when it reaches n, without waiting
+  // for workers that claimed nothing (a descheduled worker no longer holds up every job).
+  alignas(64) std::atomic<int64_t> done_{0};
+  uint32_t epoch_ = 0;  // caller only
 };
 
 }  // namespace lumen

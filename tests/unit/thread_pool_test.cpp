@@ -61,3 +61,27 @@ TEST(ThreadPool, DestroysWhileWorkersSpinOrSleep) {
 
 }  // namespace
 }  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// Many short jobs of changing sizes back to back, with more threads than this machine has
+// cores: workers wake late, after their job has ended and the next one started. Every item of
+// every job must run exactly once, with that job's function, and run() must return only when all
+// of them are done.
+TEST(ThreadPool, LateWorkersNeverTouchAnotherJob) {
+  ThreadPool pool(static_cast<int>(std::max(4u, 2 * std::thread::hardware_concurrency())));
+  std::vector<std::atomic<int>> hits(257);
+  for (int job = 0; job < 20000; job++) {
+    const int64_t n = 1 + (job * 37) % 257;
+    const int tag = job;
+    for (int64_t i = 0; i < n; i++) hits[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+    pool.parallel_for(n, 1 + job % 3, [&, tag](int64_t b, int64_t e, int) noexcept {
+      for (int64_t i = b; i < e; i++) hits[static_cast<size_t>(i)].fetch_add(tag == job ? 1 : 1000, std::memory_order_relaxed);
+    });
+    for (int64_t i = 0; i < n; i++) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "job " << job << " item " << i;
+  }
+}
+
+}  // namespace
+}  // namespace lumen

@@ -166,7 +166,7 @@ void register_serve(CLI::App& app) {
   static ServeArgs a;
   auto* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
   a.model.add_to(cmd);
-  a.engine.decode_stall_factor = 2;  // a server protects its streams' inter-token latency
+  a.engine.decode_stall_factor = 1.75;  // a server protects its streams' inter-token latency
   a.engine.add_to(cmd);
   cmd->add_option("--host", a.host, "address to listen on (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", a.port, "port to listen on (default 8080; 0 picks a free one)");

@@ -17,7 +17,7 @@ struct EngineArgs {
   int32_t kv_block_size = 16;
   int64_t max_batch_tokens = 512;
   int64_t max_prefill_while_decoding = 0;  // set before add_to() for another default
-  double decode_stall_factor = 0;          // likewise (serve: 2)
+  double decode_stall_factor = 0;          // likewise (serve: 1.75)
   bool no_prefix_cache = false;
   std::string kv_type = "f16";
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/system_memory.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
 
@@ -18,16 +19,6 @@ namespace {
 double bytes_per_element(GgmlType t) {
   const TypeTraits& tr = type_traits(t);
   return static_cast<double>(tr.type_size) / static_cast<double>(tr.block_size);
-}
-
-int64_t mem_available() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t value = 0;
-  std::string unit;
-  while (in >> key >> value >> unit)
-    if (key == "MemAvailable:") return value * 1024;
-  return 0;
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
   }
   p.memory_bytes = q.memory_bytes;
   if (p.memory_bytes == 0) {
-    p.memory_bytes = mem_available();
+    p.memory_bytes = available_memory();
     p.memory_is_available_ram = true;
   }
 

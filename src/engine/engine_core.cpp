@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/system_memory.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
@@ -23,17 +24,6 @@ namespace {
 double now_ms() {
   using namespace std::chrono;
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
-int64_t available_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t value = 0;
-  std::string unit;
-  while (in >> key >> value >> unit)
-    if (key == "MemAvailable:") return value * 1024;
-  return 0;
 }
 
 // The prefix cache's salt: everything besides the tokens that changes a block's contents.

@@ -1,5 +1,7 @@
 #include "server/generation_stream.h"
 
+#include <algorithm>
+
 #include "tokenizer/tokenizer.h"
 
 namespace lumen::server {
@@ -79,8 +81,7 @@ void GenerationStream::cancel() {
   }
   // What the client never saw end still counts, as aborted.
   if (ctx_.metrics)
-    for (auto& c : choices_)
-      if (!c.finished) ctx_.metrics->record_completion(RequestTimings{}, "abort", false);
+    ctx_.metrics->record_aborted(static_cast<int64_t>(std::count_if(choices_.begin(), choices_.end(), [](const Choice& c) { return !c.finished; })));
 }
 
 void GenerationStream::add_logprobs(Json& into, const StreamEvent& e, size_t text_offset) const {

@@ -105,6 +105,11 @@ void ServerMetrics::record_completion(const RequestTimings& t, const std::string
   for (double ms : t.itl_ms) itl_.observe(ms / 1000.0);
 }
 
+void ServerMetrics::record_aborted(int64_t n) {
+  std::lock_guard lock(mu_);
+  finished_["abort"] += static_cast<uint64_t>(n);
+}
+
 void ServerMetrics::record_http_status(int status) {
   std::lock_guard lock(mu_);
   http_[status]++;

@@ -36,6 +36,9 @@ class ServerMetrics {
   // One finished completion (of a request's n): its timings; the prompt is counted once per
   // request (first_of_request).
   void record_completion(const RequestTimings& t, const std::string& finish_reason, bool first_of_request);
+  // Completions whose client went away before they ended: counted (finish reason "abort"), but
+  // kept out of the latency and length histograms, which they would fill with zeros.
+  void record_aborted(int64_t n);
   void record_http_status(int status);
   // The whole exposition. `engine` null: the model is still loading (engine gauges absent).
   std::string render(const EngineStats* engine, const std::string& model_name) const;

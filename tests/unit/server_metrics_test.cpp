@@ -31,6 +31,7 @@ TEST(ServerMetrics, CompletionsFeedCountersAndHistograms) {
   t.total_ms = 31;
   m.record_completion(t, "stop", true);
   m.record_completion(t, "length", false);  // the second completion of the same request
+  m.record_aborted(2);  // counted, but not in the histograms
   m.record_http_status(200);
   m.record_http_status(400);
   EngineStats e;
@@ -45,6 +46,8 @@ TEST(ServerMetrics, CompletionsFeedCountersAndHistograms) {
   EXPECT_NE(out.find("lumen_request_success_total{model_name=\"tiny\",finished_reason=\"stop\"} 1\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_request_success_total{model_name=\"tiny\",finished_reason=\"length\"} 1\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_http_requests_total{status=\"400\"} 1\n"), std::string::npos);
+  EXPECT_NE(out.find("lumen_request_success_total{model_name=\"tiny\",finished_reason=\"abort\"} 2\n"), std::string::npos);
+  EXPECT_NE(out.find("lumen_e2e_request_latency_seconds_count{model_name=\"tiny\"} 2\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_kv_cache_blocks_used{model_name=\"tiny\"} 25\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_kv_cache_usage_perc{model_name=\"tiny\"} 0.25\n"), std::string::npos);
   EXPECT_NE(out.find("lumen_kv_cache_bytes_per_token{model_name=\"tiny\"} 640\n"), std::string::npos) << out;

@@ -93,6 +93,7 @@ std::vector<BatchBenchResult> run_batch_benchmark(Model& model, const Tokenizer&
     r.blocks_total = after.blocks_total;
     r.block_size = after.block_size;
     r.kv_bytes_per_block = after.kv_bytes_per_block;
+    r.kv_bytes_per_token = after.kv_bytes_per_token;
     const double blocks = static_cast<double>(after.block_steps - before.block_steps);
     const double slots = static_cast<double>(after.slot_steps - before.slot_steps);
     r.empty_block_frac = blocks > 0 ? static_cast<double>(after.empty_block_steps - before.empty_block_steps) / blocks : 0;

@@ -41,7 +41,8 @@ struct BatchBenchResult {
   double decode_tok_s = 0;      // aggregate
   double itl_ms_p50 = 0, itl_ms_p99 = 0;  // per-sequence gaps in that phase
   int64_t blocks_used_peak = 0, blocks_total = 0, block_size = 0;
-  int64_t kv_bytes_per_block = 0;  // K and V of one block over all layers
+  int64_t kv_bytes_per_block = 0;  // K and V of one block: its group's layers
+  int64_t kv_bytes_per_token = 0;  // K and V of one position in every layer
   double empty_block_frac = 0;  // mean share of held blocks that held no token
   double unused_slot_frac = 0;  // mean share of held slots not written
   int64_t preemptions = 0;

@@ -88,7 +88,9 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.kv_memory < 0) fail("--kv-memory must not be negative");
   if (c.kv_memory == 0) {
     // What n_ctx x max_running needs, capped by 90% of the memory available now.
-    int64_t want = (c.n_ctx + c.block_size - 1) / c.block_size * c.max_running * block_bytes;
+    std::vector<int32_t> windows;
+    for (const KvGroup& g : layout.groups().groups) windows.push_back(g.window);
+    int64_t want = max_blocks_held(windows, c.block_size, c.n_ctx, c.max_batch_tokens) * c.max_running * block_bytes;
     const int64_t avail = available_memory();
     if (avail > 0) want = std::min(want, avail / 10 * 9);
     c.kv_memory = std::max(want, block_bytes);
@@ -103,7 +105,21 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   ko.block_size = c.block_size;
   ko.prefix_caching = c.prefix_caching;
   ko.salt = cache_salt(model, layout);
+  ko.group_windows.clear();
+  for (const KvGroup& g : layout.groups().groups) ko.group_windows.push_back(g.window);
+
   kv_ = std::make_unique<KvCacheManager>(ko);
+  // The longest sequence the whole pool holds: every block of each global group, a window and
+  // a step of each windowed one (binary search: max_blocks_held grows with the length).
+  {
+    int64_t lo = 0, hi = std::numeric_limits<int32_t>::max();
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (kv_->max_blocks_held(mid, c.max_batch_tokens) <= n_blocks_) lo = mid;
+      else hi = mid - 1;
+    }
+    pool_tokens_ = lo;
+  }
   storage_ = std::make_unique<KvStorage>(layout, static_cast<int32_t>(n_blocks_));
   SchedulerConfig sc;
   sc.max_batch_tokens = c.max_batch_tokens;
@@ -115,6 +131,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   local_stats_.blocks_total = n_blocks_;
   local_stats_.block_size = c.block_size;
   local_stats_.kv_bytes_per_block = block_bytes;
+  local_stats_.kv_bytes_per_token = static_cast<int64_t>(layout.n_layer) * static_cast<int64_t>(layout.row_bytes_k() + layout.row_bytes_v());
   stats_ = local_stats_;
   thread_ = std::thread([this] { loop(); });
 }
@@ -147,12 +164,12 @@ std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, c
   if (params.n < 1 || params.n > config_.max_n) fail("n must be in [1, {}], got {}", config_.max_n, params.n);
   if (params.top_logprobs < 0 || params.top_logprobs > 20) fail("top_logprobs must be in [0, 20], got {}", params.top_logprobs);
   const int64_t n_ctx = config_.n_ctx;
-  const int64_t pool_tokens = n_blocks_ * config_.block_size;
+  const int64_t pool_tokens = pool_tokens_;
   if (n_prompt >= n_ctx)
     fail("the prompt has {} tokens, which leaves no room for a generated token in the context of {} tokens", n_prompt, n_ctx);
   if (n_prompt >= pool_tokens)
-    fail("the prompt has {} tokens but the whole KV cache holds {} ({} blocks of {}); raise --kv-memory", n_prompt,
-         pool_tokens, n_blocks_, config_.block_size);
+    fail("the prompt has {} tokens but the whole KV cache holds {} for one sequence ({} blocks of {}); raise --kv-memory",
+         n_prompt, pool_tokens, n_blocks_, config_.block_size);
   const int64_t max_tokens = params.sampling.max_tokens;
   if (max_tokens > 0 && n_prompt + max_tokens > n_ctx)
     fail("the prompt has {} tokens; with max_tokens {} that is {}, more than the context of {} tokens", n_prompt,
@@ -289,15 +306,18 @@ void EngineCore::step() {
   // One batch: every scheduled request's new tokens; logits for the last token of each request
   // that has caught up with its tokens.
   batch_.clear();
+  batch_.n_groups = kv_->n_groups();
   int64_t n_out = 0;
   for (const ScheduledRequest& s : out.scheduled) {
     Request& r = *s.request;
     const int32_t seq_index = static_cast<int32_t>(batch_.seqs.size());
     const int64_t end = r.num_computed_tokens + s.n_new_tokens;
-    batch_.seqs.push_back(BatchSeq{kv_->block_table(r.id), end});
+    group_tables_.clear();
+    for (int32_t g = 0; g < kv_->n_groups(); g++) group_tables_.push_back(kv_->block_table(r.id, g));
+    batch_.add_seq(group_tables_, end);
     const bool wants = end == r.num_tokens();
     for (int64_t p = r.num_computed_tokens; p < end; p++)
-      batch_.add(r.tokens[p], static_cast<int32_t>(p), seq_index, kv_->slot(r.id, p), wants && p == end - 1);
+      batch_.add(r.tokens[p], static_cast<int32_t>(p), seq_index, wants && p == end - 1);
     n_out += wants;
     Sequence& q = *seqs_.at(r.id);
     if (q.first_scheduled_at < 0) q.first_scheduled_at = t_start;
@@ -323,12 +343,17 @@ void EngineCore::step() {
   local_stats_.steps++;
   local_stats_.computed_tokens += out.n_tokens;
   for (const ScheduledRequest& s : out.scheduled) {
-    const int64_t held = static_cast<int64_t>(kv_->block_table(s.request->id).size());
+    // Over all groups: blocks held, those not yet written into, and positions written.
     const int64_t written = s.request->num_computed_tokens;
-    local_stats_.block_steps += held;
-    local_stats_.empty_block_steps += held - kv_->blocks_for(written);
-    local_stats_.slot_steps += held * config_.block_size;
-    local_stats_.token_steps += written;
+    for (int32_t g = 0; g < kv_->n_groups(); g++) {
+      const auto table = kv_->block_table(s.request->id, g);
+      const int64_t released = std::count(table.begin(), table.end(), kNullBlock);
+      const int64_t held = static_cast<int64_t>(table.size()) - released;
+      local_stats_.block_steps += held;
+      local_stats_.empty_block_steps += held - (kv_->blocks_for(written) - released);
+      local_stats_.slot_steps += held * config_.block_size;
+      local_stats_.token_steps += written - released * config_.block_size;
+    }
   }
 
   // Which sequences sample now, from which logits row (forks first make their siblings, who

@@ -67,7 +67,8 @@ struct GenerationParams {
 struct EngineStats {
   int64_t running = 0, waiting = 0;
   int64_t blocks_total = 0, blocks_used = 0, block_size = 0;
-  int64_t kv_bytes_per_block = 0;  // K and V of one block over all layers
+  int64_t kv_bytes_per_block = 0;  // K and V of one block: its group's layers
+  int64_t kv_bytes_per_token = 0;  // K and V of one position in every layer (within any window)
   KvCacheStats cache;
   int64_t preemptions = 0;
   int64_t steps = 0;
@@ -109,7 +110,7 @@ class EngineCore {
   const EngineConfig& config() const { return config_; }  // resolved (n_ctx, kv_memory)
   int64_t n_blocks() const { return n_blocks_; }
   // Tokens the pool can hold for one sequence (it may not use more than the whole pool).
-  int64_t max_sequence_tokens() const { return std::min<int64_t>(config_.n_ctx, n_blocks_ * config_.block_size); }
+  int64_t max_sequence_tokens() const { return std::min<int64_t>(config_.n_ctx, pool_tokens_); }
 
   void wake();  // the engine thread re-checks its inbox (submissions, cancellations)
 
@@ -144,6 +145,7 @@ class EngineCore {
   EngineConfig config_;
   int64_t n_vocab_;
   int64_t n_blocks_ = 0;
+  int64_t pool_tokens_ = 0;  // the longest sequence the whole pool can hold
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<KvStorage> storage_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -153,6 +155,7 @@ class EngineCore {
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
   RequestId next_seq_id_ = 1;
   Batch batch_;
+  std::vector<std::span<const BlockId>> group_tables_;  // one request's block tables, per group
   std::vector<float> logits_;
   std::vector<Sample> samples_;
   EngineStats local_stats_;

@@ -27,6 +27,7 @@ struct AttentionParams {
   int64_t head_dim_v = 0;  // of values and outputs
   float scale = 1.0f;      // applied to q.k before the softmax
   GgmlType kv_type = GgmlType::F32;  // element type of the K and V rows: F32 or F16
+  int64_t window = 0;  // 0: every earlier position; W > 0: positions [p - W + 1, p] only
 };
 
 // Where the K and V rows of one (layer, sequence) live. Kernels ask for the rows of positions

@@ -20,6 +20,8 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** 
     const int64_t pos = pos0 + i;
     const int64_t bi = pos / bs, off = pos % bs;
     const int64_t run = std::min<int64_t>(bs - off, n - i);
+    // Blocks a windowed group has released are never asked for (attention.h: KvRows).
+    LUMEN_ASSERT(bi < s.n_blocks && s.table[bi] != kNullBlock);
     const size_t slot = static_cast<size_t>(s.table[bi]) * bs + off;
     const uint8_t* k = s.k + slot * s.row_k;
     const uint8_t* v = s.v + slot * s.row_v;
@@ -45,7 +47,8 @@ void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
 
 KvRows PagedKvSource::rows() const { return KvRows{fetch_paged_rows, this}; }
 
-KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks) : layout_(layout), n_blocks_(n_blocks) {
+KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
+    : layout_(layout), groups_(layout.groups()), n_blocks_(n_blocks) {
   for (GgmlType t : {layout.k_type, layout.v_type})
     if (t != GgmlType::F32 && t != GgmlType::F16) fail("KV cache type {} is not supported (f32 or f16)", type_name(t));
   if (n_blocks < 1) fail("the KV cache needs at least one block, got {}", n_blocks);
@@ -56,7 +59,7 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks) : layout_(layout)
   auto round64 = [](size_t b) { return (b + 63) / 64 * 64; };
   k_bytes_ = round64(slots * layout.row_bytes_k());
   layer_bytes_ = k_bytes_ + round64(slots * layout.row_bytes_v());
-  bytes_ = layer_bytes_ * static_cast<size_t>(layout.n_layer);
+  bytes_ = layer_bytes_ * static_cast<size_t>(groups_.layers_per_group);
   // Anonymous pages are zero and committed on first write: a large pool costs only what is used.
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot map {} bytes for the KV cache ({} blocks)", bytes_, n_blocks);
@@ -69,15 +72,15 @@ KvStorage::~KvStorage() {
 
 void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
-  store_row(layout_.k_type, k, layout_.kv_dim_k, k_base(layer) + slot * layout_.row_bytes_k());
-  store_row(layout_.v_type, v, layout_.kv_dim_v, v_base(layer) + slot * layout_.row_bytes_v());
+  store_row(layout_.k_type, k, layout_.kv_dim_k, k_layer(layer) + slot * layout_.row_bytes_k());
+  store_row(layout_.v_type, v, layout_.kv_dim_v, v_layer(layer) + slot * layout_.row_bytes_v());
 }
 
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
   LUMEN_ASSERT(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_ && n_rows >= 0 && n_rows <= layout_.block_size);
   const size_t bs = static_cast<size_t>(layout_.block_size);
   const size_t rk = layout_.row_bytes_k(), rv = layout_.row_bytes_v();
-  for (int64_t l = 0; l < layout_.n_layer; l++) {
+  for (int64_t l = 0; l < groups_.layers_per_group; l++) {
     std::memcpy(k_base(l) + dst * bs * rk, k_base(l) + src * bs * rk, n_rows * rk);
     std::memcpy(v_base(l) + dst * bs * rv, v_base(l) + src * bs * rv, n_rows * rv);
   }
@@ -85,8 +88,9 @@ void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
 
 PagedKvSource KvStorage::source(int64_t layer, std::span<const BlockId> table) const {
   PagedKvSource s;
-  s.k = k_base(layer);
-  s.v = v_base(layer);
+  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer);
+  s.k = k_layer(layer);
+  s.v = v_layer(layer);
   s.row_k = layout_.row_bytes_k();
   s.row_v = layout_.row_bytes_v();
   s.table = table.data();

@@ -1,18 +1,22 @@
-// KvStorage: the only code that touches K/V bytes. One arena per layer for K and one for V,
-// each n_blocks x block_size rows (a row: all KV heads of one position, F32 or F16), mapped once
-// at start-up (pages are committed as they are first written). Which block belongs to whom is
-// the KvCacheManager's business; KvStorage only writes rows to slots and hands attention a row
-// source over a block table.
+// KvStorage: the only code that touches K/V bytes. A block holds the rows of the layers of one
+// KV cache group (kv_groups.h: all layers for a model without sliding windows): one arena per
+// layer of a group for K and one for V, each n_blocks x block_size rows (a row: all KV heads of
+// one position), mapped once at start-up (pages are committed as they are first written).
+// Layer il's rows of block b live in arena layer_slot[il]: which group a block serves is the
+// KvCacheManager's business, as is which block belongs to whom; KvStorage only writes rows to
+// slots and hands attention a row source over a block table.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "core/dtype.h"
 #include "kernels/attention.h"
 #include "kv/block_pool.h"
+#include "kv/kv_groups.h"
 
 namespace lumen {
 
@@ -23,11 +27,16 @@ struct KvLayout {
   GgmlType k_type = GgmlType::F16;
   GgmlType v_type = GgmlType::F16;
   int32_t block_size = 16;
+  std::vector<int32_t> layer_window;  // per layer, 0 = global (ModelConfig::layer_window); empty: all global
+
+  KvGroups groups() const { return KvGroups::from_windows(n_layer, layer_window); }
 
   size_t row_bytes_k() const { return row_size(k_type, kv_dim_k); }
   size_t row_bytes_v() const { return row_size(v_type, kv_dim_v); }
-  // K and V bytes of one block over all layers.
-  size_t block_bytes() const { return static_cast<size_t>(n_layer) * block_size * (row_bytes_k() + row_bytes_v()); }
+  // K and V bytes of one block: block_size rows of each layer of a group.
+  size_t block_bytes() const {
+    return static_cast<size_t>(groups().layers_per_group) * block_size * (row_bytes_k() + row_bytes_v());
+  }
 };
 
 // The row source attention reads one sequence's K/V through (KvRows::ctx points at it).
@@ -50,25 +59,30 @@ class KvStorage {
   KvStorage& operator=(const KvStorage&) = delete;
 
   const KvLayout& layout() const { return layout_; }
+  const KvGroups& groups() const { return groups_; }
   int32_t n_blocks() const { return n_blocks_; }
   int64_t n_slots() const { return static_cast<int64_t>(n_blocks_) * layout_.block_size; }
   size_t bytes() const { return bytes_; }
 
   // Stores the K and V rows (F32, converted to the storage types) of one position.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
-  // Copies rows [0, n_rows) of block src into block dst in every layer (copy-on-write).
+  // Copies rows [0, n_rows) of block src into block dst in every layer slot (copy-on-write).
   void copy_rows(BlockId src, BlockId dst, int32_t n_rows);
   // A row source over `table` (positions p -> slot table[p / B] * B + p % B) for one layer.
   PagedKvSource source(int64_t layer, std::span<const BlockId> table) const;
 
-  const uint8_t* k_row(int64_t layer, int64_t slot) const { return k_base(layer) + slot * layout_.row_bytes_k(); }
-  const uint8_t* v_row(int64_t layer, int64_t slot) const { return v_base(layer) + slot * layout_.row_bytes_v(); }
+  const uint8_t* k_row(int64_t layer, int64_t slot) const { return k_layer(layer) + slot * layout_.row_bytes_k(); }
+  const uint8_t* v_row(int64_t layer, int64_t slot) const { return v_layer(layer) + slot * layout_.row_bytes_v(); }
 
  private:
-  uint8_t* k_base(int64_t layer) const { return arena_ + layer * layer_bytes_; }
-  uint8_t* v_base(int64_t layer) const { return k_base(layer) + k_bytes_; }
+  // Arenas by layer slot within a group (0..layers_per_group-1), and by model layer.
+  uint8_t* k_base(int64_t layer_slot) const { return arena_ + layer_slot * layer_bytes_; }
+  uint8_t* v_base(int64_t layer_slot) const { return k_base(layer_slot) + k_bytes_; }
+  uint8_t* k_layer(int64_t layer) const { return k_base(groups_.layer_slot[layer]); }
+  uint8_t* v_layer(int64_t layer) const { return v_base(groups_.layer_slot[layer]); }
 
   KvLayout layout_;
+  KvGroups groups_;
   int32_t n_blocks_;
   size_t k_bytes_ = 0, layer_bytes_ = 0, bytes_ = 0;
   uint8_t* arena_ = nullptr;

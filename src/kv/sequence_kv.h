@@ -1,5 +1,6 @@
 // Fixed sequences without the engine: n_seq sequences of n_ctx positions each over one
-// KvStorage, sequence s owning blocks [s * nb, (s + 1) * nb). For the reference tests,
+// KvStorage, sequence s owning blocks [s * G * nb, (s + 1) * G * nb) (nb per KV group, G
+// groups; windowed groups keep every block too). For the reference tests,
 // perplexity and micro-benchmarks, which run a few sequences by hand; everything that serves
 // requests goes through the KvCacheManager instead. It tracks each sequence's length, so a
 // caller may continue a sequence or rewind it (a position below the length drops the tail).
@@ -31,7 +32,9 @@ class SequenceKv {
  private:
   KvStorage storage_;
   int64_t n_seq_, n_ctx_, blocks_per_seq_;
-  std::vector<BlockId> tables_;     // n_seq x blocks_per_seq, identity
+  static constexpr int32_t kMaxGroups = 64;
+  int32_t n_groups_ = 1;
+  std::vector<BlockId> tables_;     // n_seq x n_groups x blocks_per_seq, identity
   std::vector<int64_t> lengths_;
   std::vector<int32_t> batch_index_;  // sequence -> index in the batch being built, or -1
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -97,34 +98,56 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   scratch_.resize(scratch);
 }
 
-void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) const {
+void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) {
   const int64_t n = batch.size();
   if (n == 0) fail("empty batch");
   if (n > options_.n_batch) fail("batch of {} tokens exceeds n_batch {}", n, options_.n_batch);
   if (batch.positions.size() != batch.tokens.size() || batch.seq.size() != batch.tokens.size() ||
-      batch.slots.size() != batch.tokens.size() || batch.want_logits.size() != batch.tokens.size())
+      batch.want_logits.size() != batch.tokens.size())
     fail("malformed batch: field sizes differ");
   const KvLayout& kl = kv.layout();
   if (kl.n_layer != config_.n_layer || kl.kv_dim_k != config_.kv_dim_k() || kl.kv_dim_v != config_.kv_dim_v())
     fail("the KV cache's layout ({} layers, K/V rows of {}/{}) is not this model's ({}, {}/{})", kl.n_layer, kl.kv_dim_k,
          kl.kv_dim_v, config_.n_layer, config_.kv_dim_k(), config_.kv_dim_v());
   if (kl.k_type != kl.v_type) fail("K and V cache types must be the same for now");
+  const KvGroups& groups = kv.groups();
+  const int32_t n_groups = groups.n_groups();
+  if (groups.layer_group.size() != static_cast<size_t>(config_.n_layer))
+    fail("the KV cache's groups cover {} layers, the model has {}", groups.layer_group.size(), config_.n_layer);
+  for (int64_t il = 0; il < config_.n_layer; il++)
+    if (groups.groups[groups.layer_group[il]].window != config_.window(il))
+      fail("the KV cache's window for layer {} ({}) is not the model's ({})", il,
+           groups.groups[groups.layer_group[il]].window, config_.window(il));
+  if (batch.n_groups != n_groups || batch.tables.size() != batch.seqs.size() * static_cast<size_t>(n_groups))
+    fail("malformed batch: {} block tables for {} sequences of {} KV groups (the cache has {})", batch.tables.size(),
+         batch.seqs.size(), batch.n_groups, n_groups);
   const int64_t bs = kl.block_size;
-  for (const BatchSeq& s : batch.seqs) {
-    if (s.n_kv < 1 || s.n_kv > static_cast<int64_t>(s.block_table.size()) * bs)
-      fail("malformed batch: a sequence of {} positions has a block table of {} blocks", s.n_kv, s.block_table.size());
-    for (BlockId b : s.block_table)
-      if (b < 0 || b >= kv.n_blocks()) fail("malformed batch: block {} is outside the KV cache's {} blocks", b, kv.n_blocks());
-  }
   const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
+  // Per sequence, the lowest position a token of this batch attends to (before any window).
+  seq_min_pos_.assign(static_cast<size_t>(n_seqs), std::numeric_limits<int64_t>::max());
   for (int64_t i = 0; i < n; i++) {
     const int32_t tok = batch.tokens[i], pos = batch.positions[i], sq = batch.seq[i];
     if (tok < 0 || tok >= config_.n_vocab) fail("token id {} is outside the vocabulary (0..{})", tok, config_.n_vocab - 1);
     if (sq < 0 || sq >= n_seqs) fail("malformed batch: token {} names sequence {} of {}", i, sq, n_seqs);
-    const BatchSeq& s = batch.seqs[sq];
-    if (pos < 0 || pos >= s.n_kv) fail("malformed batch: position {} outside its sequence's {} positions", pos, s.n_kv);
-    if (batch.slots[i] != static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs)
-      fail("malformed batch: token {} (position {}) is not written to its block table's slot", i, pos);
+    if (pos < 0 || pos >= batch.seqs[sq].n_kv)
+      fail("malformed batch: position {} outside its sequence's {} positions", pos, batch.seqs[sq].n_kv);
+    seq_min_pos_[sq] = std::min<int64_t>(seq_min_pos_[sq], pos);
+  }
+  for (int64_t s = 0; s < n_seqs; s++) {
+    const int64_t n_kv = batch.seqs[s].n_kv;
+    for (int32_t g = 0; g < n_groups; g++) {
+      const auto table = batch.block_table(s, g);
+      if (n_kv < 1 || n_kv > static_cast<int64_t>(table.size()) * bs)
+        fail("malformed batch: a sequence of {} positions has a block table of {} blocks", n_kv, table.size());
+      // Every block a token of this batch reads or writes must be there: all of them in a
+      // global group, those from the earliest window on in a windowed one.
+      const int64_t first = seq_min_pos_[s] == std::numeric_limits<int64_t>::max()
+                                ? (n_kv - 1) / bs
+                                : window_begin(seq_min_pos_[s], groups.groups[g].window) / bs;
+      for (int64_t b = first; b < (n_kv + bs - 1) / bs; b++)
+        if (table[b] < 0 || table[b] >= kv.n_blocks())
+          fail("malformed batch: block {} is outside the KV cache's {} blocks", table[b], kv.n_blocks());
+    }
   }
 }
 
@@ -136,8 +159,10 @@ void LlamaFamilyModel::forward(const Batch& batch, KvStorage& kv, float* logits)
 
   for (int64_t t = 0; t < n; t++) dequantize_row(tok_embd_, batch.tokens[t], &x_[t * c.n_embd]);
 
+  const int64_t bs = kv.layout().block_size;
   for (int64_t il = 0; il < c.n_layer; il++) {
     const Layer& L = layers_[il];
+    const int32_t layer_group = kv.groups().layer_group[il];
     pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.attn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
     });
@@ -160,7 +185,9 @@ void LlamaFamilyModel::forward(const Batch& batch, KvStorage& kv, float* logits)
         }
         rope(q, c.n_head, c.head_dim_k, batch.positions[t], rope_);
         rope(k, c.n_head_kv, c.head_dim_k, batch.positions[t], rope_);
-        kv.write(il, batch.slots[t], k, v);
+        const int64_t pos = batch.positions[t];
+        const auto table = batch.block_table(batch.seq[t], layer_group);
+        kv.write(il, static_cast<int64_t>(table[pos / bs]) * bs + pos % bs, k, v);
       }
     });
     attention(batch, kv, il);
@@ -197,11 +224,13 @@ void LlamaFamilyModel::attention(const Batch& batch, const KvStorage& kv, int64_
   p.head_dim_v = c.head_dim_v;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   p.kv_type = kv.layout().k_type;
+  const int32_t group = kv.groups().layer_group[il];
+  p.window = kv.groups().groups[group].window;
   const size_t n_seqs = batch.seqs.size();
   kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
   kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));
   for (size_t s = 0; s < n_seqs; s++) {
-    kv_sources_[s] = kv.source(il, batch.seqs[s].block_table);
+    kv_sources_[s] = kv.source(il, batch.block_table(static_cast<int64_t>(s), group));
     kv_rows_[s] = kv_sources_[s].rows();
   }
   AttentionBatch ab;

@@ -36,7 +36,7 @@ class LlamaFamilyModel : public Model {
     WeightMatrix w_gate, w_up, w_down;
   };
 
-  void validate(const Batch& batch, const KvStorage& kv) const;
+  void validate(const Batch& batch, const KvStorage& kv);
   void attention(const Batch& batch, const KvStorage& kv, int64_t layer);
 
   LlamaFamilyTraits traits_;
@@ -53,6 +53,7 @@ class LlamaFamilyModel : public Model {
   // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
   std::vector<PagedKvSource> kv_sources_;
   std::vector<KvRows> kv_rows_;
+  std::vector<int64_t> seq_min_pos_;  // validate(): per batch sequence
 };
 
 }  // namespace lumen

@@ -5,6 +5,36 @@
 
 namespace lumen {
 
+namespace {
+
+void read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  const std::string wkey = a + "attention.sliding_window", pkey = a + "attention.sliding_window_pattern";
+  const auto w = f.get_int(wkey);
+  const GgufValue* pattern = f.find(pkey);
+  if (!w) {
+    if (pattern) fail("{}: key '{}' is set but '{}' is not", f.path(), pkey, wkey);
+    return;
+  }
+  if (*w < 0 || *w > (int64_t{1} << 30)) fail("{}: key '{}' has invalid value {}", f.path(), wkey, *w);
+  if (*w == 0) return;  // 0: no window (as llama.cpp reads it)
+  std::vector<bool> windowed(static_cast<size_t>(c.n_layer), true);
+  if (pattern && pattern->type == GgufType::ARRAY) {
+    const auto& items = pattern->as_array(pkey);
+    if (static_cast<int64_t>(items.size()) != c.n_layer)
+      fail("{}: key '{}' has {} entries for {} layers", f.path(), pkey, items.size(), c.n_layer);
+    for (size_t i = 0; i < items.size(); i++) windowed[i] = items[i].as_bool(pkey);
+  } else if (pattern) {
+    const int64_t n = pattern->as_int(pkey);
+    if (n < 0 || n > c.n_layer + 1) fail("{}: key '{}' has invalid value {}", f.path(), pkey, n);
+    for (int64_t il = 0; il < c.n_layer; il++) windowed[il] = n == 0 || il % n < n - 1;
+  }
+  c.layer_window.assign(static_cast<size_t>(c.n_layer), 0);
+  for (int64_t il = 0; il < c.n_layer; il++)
+    if (windowed[il]) c.layer_window[il] = static_cast<int32_t>(*w);
+}
+
+}  // namespace
+
 ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   ModelConfig c;
   c.arch = std::string(f.require_string("general.architecture"));
@@ -51,6 +81,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
     // "llama3" scaling is carried by the rope_freqs.weight tensor (per-dimension factors).
     fail("{}: rope scaling type '{}' is not supported", f.path(), scaling);
   }
+  read_sliding_window(f, a, c);
   if (auto* toks = f.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int64_t>(toks->size());
   return c;
 }

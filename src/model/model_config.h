@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lumen {
 
@@ -29,6 +30,14 @@ struct ModelConfig {
   int64_t rope_dims = 0;       // rotated dimensions per head (default head_dim_k)
   float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
   RopeStyle rope_style = RopeStyle::Adjacent;
+  // Sliding-window attention: per layer, the positions a token attends to (itself and the
+  // W - 1 before it), 0 for a global layer. From `{arch}.attention.sliding_window` (W) and
+  // `{arch}.attention.sliding_window_pattern`: an integer n (llama.cpp's convention: layer il
+  // is windowed unless il % n == n - 1) or one bool per layer (true: windowed). W without a
+  // pattern windows every layer (Mistral). Empty: every layer is global.
+  std::vector<int32_t> layer_window;
+
+  int64_t window(int64_t layer) const { return layer_window.empty() ? 0 : layer_window[layer]; }
 
   int64_t q_dim() const { return n_head * head_dim_k; }
   int64_t kv_dim_k() const { return n_head_kv * head_dim_k; }

@@ -40,6 +40,7 @@ KvLayout Model::kv_layout(GgmlType kv_type, int32_t block_size) const {
   l.kv_dim_v = config_.kv_dim_v();
   l.k_type = l.v_type = kv_type;
   l.block_size = block_size;
+  l.layer_window = config_.layer_window;
   return l;
 }
 

@@ -136,7 +136,7 @@ std::string ServerMetrics::render(const EngineStats* e, const std::string& model
     scalar("lumen_kv_cache_blocks_used", "gauge", "KV cache blocks held by requests.", static_cast<double>(e->blocks_used));
     scalar("lumen_kv_cache_num_blocks", "gauge", "KV cache blocks in the pool.", static_cast<double>(e->blocks_total));
     scalar("lumen_kv_cache_bytes_per_token", "gauge", "KV cache bytes one token takes (K and V, every layer).",
-           e->block_size > 0 ? static_cast<double>(e->kv_bytes_per_block) / static_cast<double>(e->block_size) : 0.0);
+           static_cast<double>(e->kv_bytes_per_token));
     scalar("lumen_kv_cache_memory_used_bytes", "gauge", "KV cache bytes in blocks held by requests.",
            static_cast<double>(e->blocks_used) * static_cast<double>(e->kv_bytes_per_block));
     scalar("lumen_kv_cache_memory_bytes", "gauge", "KV cache bytes of the whole pool.",

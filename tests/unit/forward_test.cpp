@@ -150,14 +150,14 @@ TEST_F(Forward, BadBatchesAreErrors) {
   b.seq[0] = 3;
   EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // no such sequence
   b.seq[0] = 0;
-  b.slots[0] = 5;
-  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // slot not the table's
-  b.slots[0] = 0;
+  b.n_groups = 2;
+  EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // tables of other KV groups
+  b.n_groups = 1;
   b.positions[0] = 1;
   EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // position past n_kv
   b.positions[0] = 0;
   const BlockId bad_table[] = {7};
-  b.seqs[0].block_table = bad_table;
+  b.tables[0] = bad_table;
   EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // block outside the cache
   b.clear();
   EXPECT_THROW(model_->forward(b, kv.storage(), logits.data()), Error);  // empty

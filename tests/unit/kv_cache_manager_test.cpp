@@ -193,8 +193,8 @@ TEST_F(KvCacheManagerTest, SharedPrefixMatchesFullBlocksAndIsShared) {
   const auto other = cat(seq(9), {100, 101, 102});
   const auto match = m.match_prefix(other);
   EXPECT_EQ(match.n_tokens, 8);
-  EXPECT_EQ(match.blocks, (std::vector<BlockId>{table(m, 1)[0], table(m, 1)[1]}));
-  EXPECT_EQ(m.pool().ref_count(match.blocks[0]), 1);  // a match takes no reference
+  EXPECT_EQ(match.blocks.at(0), (std::vector<BlockId>{table(m, 1)[0], table(m, 1)[1]}));
+  EXPECT_EQ(m.pool().ref_count(match.blocks.at(0)[0]), 1);  // a match takes no reference
 
   ASSERT_TRUE(m.allocate_slots(2, match.n_tokens, static_cast<int64_t>(other.size()) - match.n_tokens, &match));
   const auto t2 = table(m, 2);
@@ -234,7 +234,7 @@ TEST_F(KvCacheManagerTest, HashesAreChainedThroughTheParent) {
   prefill(m, 2, z);          // names z only
   // y after z is not y after x.
   const auto match = m.match_prefix(cat(cat(z, y), {1}));
-  EXPECT_EQ(match.blocks, (std::vector<BlockId>{table(m, 2)[0]}));
+  EXPECT_EQ(match.blocks.at(0), (std::vector<BlockId>{table(m, 2)[0]}));
   // y alone (after the root) is not cached either.
   EXPECT_EQ(m.match_prefix(cat(y, {1})).n_tokens, 0);
   EXPECT_EQ(m.match_prefix(cat(cat(x, y), {1})).n_tokens, 8);
@@ -268,7 +268,7 @@ TEST_F(KvCacheManagerTest, ACollisionCannotProduceAWrongMatch) {
 
   EXPECT_EQ(m.match_prefix(cat(b0, {1})).n_tokens, 0);  // tokens differ
   const auto match = m.match_prefix(cat(cat(c0, a1), {1}));
-  EXPECT_EQ(match.blocks, (std::vector<BlockId>{table(m, 2)[0]}));  // parent differs
+  EXPECT_EQ(match.blocks.at(0), (std::vector<BlockId>{table(m, 2)[0]}));  // parent differs
   EXPECT_EQ(m.match_prefix(cat(cat(a0, a1), {1})).n_tokens, 8);  // the real contents still match
 
   by_hash.erase(h_b0);
@@ -303,7 +303,7 @@ TEST_F(KvCacheManagerTest, FreedPrefixBlocksAreReusedAndCountAgainstTheBudget) {
   EXPECT_FALSE(m.allocate_slots(2, 8, 9, &match));
   EXPECT_FALSE(m.has(2));
   EXPECT_EQ(m.pool().n_free(), 4);
-  EXPECT_EQ(m.pool().ref_count(match.blocks[0]), 0);
+  EXPECT_EQ(m.pool().ref_count(match.blocks.at(0)[0]), 0);
   EXPECT_EQ(m.pool().n_cached_blocks(), 2);
   EXPECT_EQ(m.stats().evictions, 0);
 
@@ -311,8 +311,8 @@ TEST_F(KvCacheManagerTest, FreedPrefixBlocksAreReusedAndCountAgainstTheBudget) {
   ASSERT_TRUE(m.allocate_slots(2, 8, 8, &match));
   const auto t = table(m, 2);
   ASSERT_EQ(t.size(), 4u);
-  EXPECT_EQ(t[0], match.blocks[0]);
-  EXPECT_EQ(t[1], match.blocks[1]);
+  EXPECT_EQ(t[0], match.blocks.at(0)[0]);
+  EXPECT_EQ(t[1], match.blocks.at(0)[1]);
   for (const BlockId b : t) EXPECT_EQ(m.pool().ref_count(b), 1);
   EXPECT_EQ(m.pool().n_free(), 0);
   EXPECT_EQ(m.pool().n_cached_blocks(), 2);
@@ -327,7 +327,7 @@ TEST_F(KvCacheManagerTest, MatchedBlocksNextInLineForEvictionAreTakenBackFirst) 
   m.free(1);
   m.free(2);  // free list: 1, 0, 3, 2: the match is at the head
   const auto match = m.match_prefix(seq(9));
-  ASSERT_EQ(match.blocks, (std::vector<BlockId>{0, 1}));
+  ASSERT_EQ(match.blocks.at(0), (std::vector<BlockId>{0, 1}));
   ASSERT_TRUE(m.allocate_slots(3, 8, 8, &match));
   EXPECT_EQ(table(m, 3), (std::vector<BlockId>{0, 1, 3, 2}));
   EXPECT_EQ(m.stats().evictions, 0);
@@ -374,7 +374,7 @@ TEST_F(KvCacheManagerTest, SameContentsTwiceKeepTheFirstCachedBlock) {
   m.free(1);
   m.free(2);
   const auto match = m.match_prefix(seq(5));
-  EXPECT_EQ(match.blocks, (std::vector<BlockId>{0}));
+  EXPECT_EQ(match.blocks.at(0), (std::vector<BlockId>{0}));
   ASSERT_TRUE(m.allocate_slots(3, 4, 1, &match));
   m.free(3);
 }
@@ -515,7 +515,7 @@ TEST_F(KvCacheManagerTest, ForkInheritsTheNamedPrefix) {
   m.cache_blocks(2, child, 9);
   EXPECT_EQ(m.pool().n_cached_blocks(), 2);
   const auto match = m.match_prefix(child);
-  EXPECT_EQ(match.blocks, (std::vector<BlockId>{table(m, 2)[0], table(m, 2)[1]}));
+  EXPECT_EQ(match.blocks.at(0), (std::vector<BlockId>{table(m, 2)[0], table(m, 2)[1]}));
   m.free(2);
   m.free(1);
 }

@@ -39,6 +39,7 @@ TEST(ServerMetrics, CompletionsFeedCountersAndHistograms) {
   e.blocks_used = 25;
   e.block_size = 16;
   e.kv_bytes_per_block = 16 * 640;
+  e.kv_bytes_per_token = 640;
   const std::string out = m.render(&e, "tiny");
   EXPECT_NE(out.find("lumen_prompt_tokens_total{model_name=\"tiny\"} 10\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lumen_generation_tokens_total{model_name=\"tiny\"} 6\n"), std::string::npos);

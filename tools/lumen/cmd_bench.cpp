@@ -158,7 +158,7 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
       j["kv_blocks_used"] = r.blocks_used_peak;
       j["kv_blocks_total"] = r.blocks_total;
       j["kv_block_size"] = r.block_size;
-      j["kv_bytes_per_token"] = r.block_size > 0 ? r.kv_bytes_per_block / r.block_size : 0;
+      j["kv_bytes_per_token"] = r.kv_bytes_per_token;
       j["kv_memory_peak_bytes"] = r.blocks_used_peak * r.kv_bytes_per_block;
       j["kv_empty_block_frac"] = r.empty_block_frac;
       j["kv_unused_slot_frac"] = r.unused_slot_frac;
@@ -176,7 +176,7 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
       fmt::print("{}\n", j.dump());
     } else {
       if (r.batch == o.batches.front() && r.block_size > 0)
-        fmt::print("(KV cache: {} bytes per token, {:.2f} MiB per block of {} tokens)\n", r.kv_bytes_per_block / r.block_size,
+        fmt::print("(KV cache: {} bytes per token, {:.2f} MiB per block of {} tokens)\n", r.kv_bytes_per_token,
                    static_cast<double>(r.kv_bytes_per_block) / (1 << 20), r.block_size);
       fmt::print("{:>5} {:>13.1f} {:>8.2f}x {:>10.2f} {:>10.2f} {:>10.1f} {:>6}/{:<6} {:>12.1f}%  {}\n", r.batch,
                  r.decode_tok_s, speedup, r.itl_ms_p50, r.itl_ms_p99, r.ttft_ms_p50, r.blocks_used_peak,

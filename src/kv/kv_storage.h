@@ -1,5 +1,6 @@
 // KvStorage: the only code that touches K/V bytes. One arena per layer for K and one for V,
-// each n_blocks x block_size rows (a row: all KV heads of one position, F32 or F16), mapped once
+// each n_blocks x block_size rows (a row: all KV heads of one position, stored as one GGUF-style
+// row of F32, F16, BF16, Q8_0 or Q4_0; K and V may differ), mapped once
 // at start-up (pages are committed as they are first written). Which block belongs to whom is
 // the KvCacheManager's business; KvStorage only writes rows to slots and hands attention a row
 // source over a block table.
@@ -16,6 +17,11 @@
 
 namespace lumen {
 
+// Bytes of one stored K or V row of n elements. A block type's last block is zero-padded when n
+// is not a multiple of its 32 elements: ceil(n / 32) blocks. `lumen plan` and the roofline
+// report size the cache with this too.
+size_t kv_row_bytes(GgmlType type, int64_t n);
+
 struct KvLayout {
   int64_t n_layer = 0;
   int64_t kv_dim_k = 0;  // n_head_kv * head_dim_k
@@ -24,8 +30,8 @@ struct KvLayout {
   GgmlType v_type = GgmlType::F16;
   int32_t block_size = 16;
 
-  size_t row_bytes_k() const { return row_size(k_type, kv_dim_k); }
-  size_t row_bytes_v() const { return row_size(v_type, kv_dim_v); }
+  size_t row_bytes_k() const { return kv_row_bytes(k_type, kv_dim_k); }
+  size_t row_bytes_v() const { return kv_row_bytes(v_type, kv_dim_v); }
   // K and V bytes of one block over all layers.
   size_t block_bytes() const { return static_cast<size_t>(n_layer) * block_size * (row_bytes_k() + row_bytes_v()); }
 };
@@ -43,7 +49,8 @@ struct PagedKvSource {
 
 class KvStorage {
  public:
-  // K/V types: F32 or F16. Error for anything else or for n_blocks < 1.
+  // K/V types (each): F32, F16, BF16, Q8_0 or Q4_0 (kv_type_supported). Error for anything
+  // else, naming it, or for n_blocks < 1.
   KvStorage(const KvLayout& layout, int32_t n_blocks);
   ~KvStorage();
   KvStorage(const KvStorage&) = delete;
@@ -54,7 +61,8 @@ class KvStorage {
   int64_t n_slots() const { return static_cast<int64_t>(n_blocks_) * layout_.block_size; }
   size_t bytes() const { return bytes_; }
 
-  // Stores the K and V rows (F32, converted to the storage types) of one position.
+  // Stores the K and V rows (F32, converted to the storage types with the types' from_float)
+  // of one position.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
   // Copies rows [0, n_rows) of block src into block dst in every layer (copy-on-write).
   void copy_rows(BlockId src, BlockId dst, int32_t n_rows);

@@ -108,7 +108,6 @@ void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) const {
   if (kl.n_layer != config_.n_layer || kl.kv_dim_k != config_.kv_dim_k() || kl.kv_dim_v != config_.kv_dim_v())
     fail("the KV cache's layout ({} layers, K/V rows of {}/{}) is not this model's ({}, {}/{})", kl.n_layer, kl.kv_dim_k,
          kl.kv_dim_v, config_.n_layer, config_.kv_dim_k(), config_.kv_dim_v());
-  if (kl.k_type != kl.v_type) fail("K and V cache types must be the same for now");
   const int64_t bs = kl.block_size;
   for (const BatchSeq& s : batch.seqs) {
     if (s.n_kv < 1 || s.n_kv > static_cast<int64_t>(s.block_table.size()) * bs)
@@ -196,7 +195,8 @@ void LlamaFamilyModel::attention(const Batch& batch, const KvStorage& kv, int64_
   p.head_dim_k = c.head_dim_k;
   p.head_dim_v = c.head_dim_v;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  p.kv_type = kv.layout().k_type;
+  p.k_type = kv.layout().k_type;
+  p.v_type = kv.layout().v_type;
   const size_t n_seqs = batch.seqs.size();
   kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
   kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));

@@ -130,7 +130,7 @@ TEST_F(EngineTest, ConcurrentEqualsAloneWithPreemption) {
   EngineConfig c = together_config();
   c.block_size = 4;
   // 12 blocks of 4 tokens: one request needs up to 10 (<= 16 prompt + 24 generated tokens).
-  c.kv_memory = static_cast<int64_t>(m.model->kv_layout(c.kv_type, c.block_size).block_bytes()) * 12;
+  c.kv_memory = static_cast<int64_t>(m.model->kv_layout(c.kv_type_k, c.kv_type_v, c.block_size).block_bytes()) * 12;
   for (bool prefix : {true, false}) {
     c.prefix_caching = prefix;
     int64_t preemptions = 0;
@@ -290,7 +290,7 @@ TEST_F(EngineStories, PromptLargerThanThePoolIsRefused) {
   EngineConfig c;
   c.n_ctx = 256;
   c.block_size = 16;
-  c.kv_memory = static_cast<int64_t>(m_.model->kv_layout(c.kv_type, 16).block_bytes()) * 4;  // 64 tokens
+  c.kv_memory = static_cast<int64_t>(m_.model->kv_layout(c.kv_type_k, c.kv_type_v, 16).block_bytes()) * 4;  // 64 tokens
   EngineCore e(*m_.model, *m_.tok, c);
   try {
     e.submit(std::vector<int32_t>(80, 300), params_for(0, false, 4));

@@ -394,57 +394,76 @@ TEST(Attention, TileFetchesFromItsSmallestWindowStart) {
   EXPECT_EQ(violations.load(), 0);
 }
 
-// A row source that is not one contiguous array: each position's rows in its own allocation,
-// handed out in reverse memory order (a stand-in for a paged cache).
+// A row source that is not one contiguous array: each position's rows in their own heap
+// allocation of exactly the stored row's bytes (so a read past a row is an ASan error), handed
+// out in reverse memory order (a stand-in for a paged cache).
 struct ScatteredRows {
-  std::vector<std::vector<float>> k, v;
+  std::vector<std::vector<uint8_t>> k, v;
   static void fetch(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
     const auto& s = *static_cast<const ScatteredRows*>(ctx);
     for (int64_t i = 0; i < n; i++) {
-      k_rows[i] = reinterpret_cast<const uint8_t*>(s.k[pos0 + i].data());
-      v_rows[i] = reinterpret_cast<const uint8_t*>(s.v[pos0 + i].data());
+      k_rows[i] = s.k[pos0 + i].data();
+      v_rows[i] = s.v[pos0 + i].data();
     }
   }
 };
 
+// x in type t, as KvStorage stores a row (a partial last block zero-padded).
+std::vector<uint8_t> stored_row(GgmlType t, std::vector<float> x) {
+  const int64_t bs = type_traits(t).block_size, n = static_cast<int64_t>(x.size());
+  x.resize(static_cast<size_t>((n + bs - 1) / bs * bs), 0.0f);
+  std::vector<uint8_t> row(kv_row_bytes(t, n));
+  type_traits(t).from_float(x.data(), row.data(), static_cast<int64_t>(x.size()));
+  return row;
+}
+
 TEST(Attention, TileKernelsWithAnyRowSource) {
-  AttentionParams p;
-  p.n_head = 4;
-  p.n_head_kv = 2;
-  p.head_dim_k = 20;
-  p.head_dim_v = 12;
-  p.scale = 0.3f;
-  const int64_t n_pos = 200;
-  std::mt19937 rng(4);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  ScatteredRows rows;
-  for (int64_t i = 0; i < n_pos; i++) {
-    rows.k.emplace_back(p.n_head_kv * p.head_dim_k);
-    rows.v.emplace_back(p.n_head_kv * p.head_dim_v);
-    for (float& x : rows.k.back()) x = g(rng);
-    for (float& x : rows.v.back()) x = g(rng);
-  }
-  const KvRows src{ScatteredRows::fetch, &rows};
-  // Three queries at unrelated positions (the kernel needs no consecutive positions).
-  const std::vector<int64_t> q_rows = {2, 0, 1}, n_kv = {1, 200, 65};
-  std::vector<float> q(3 * p.n_head * p.head_dim_k);
-  for (float& x : q) x = g(rng);
-  std::vector<float> scratch(attention_scratch_floats(p, 3, n_pos));
-  std::vector<float> want(3 * p.n_head * p.head_dim_v), got(want.size());
-  for (int64_t hk = 0; hk < p.n_head_kv; hk++) {
-    AttentionQueries qs{q.data(), p.n_head * p.head_dim_k, want.data(), p.n_head * p.head_dim_v, q_rows.data(),
-                        n_kv.data(), nullptr, 3};
-    attention_tile_reference(p, src, qs, hk, scratch.data());
-    for (Isa isa : simd_isas()) {
-      qs.out = got.data();
-      attention_tile_kernel(isa)(p, src, qs, hk, scratch.data());
-      for (int64_t r = 0; r < 3; r++)
-        for (int64_t i = hk * 2 * p.head_dim_v; i < (hk + 1) * 2 * p.head_dim_v; i++) {
-          const float a = got[r * p.n_head * p.head_dim_v + i], b = want[r * p.n_head * p.head_dim_v + i];
-          EXPECT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(b)) << isa_name(isa) << " query " << r << " elem " << i;
+  for (KvTypes types : kAllTypes)
+    for (const Shape& sh : {Shape{4, 2, 20, 12}, Shape{4, 2, 48, 64}, Shape{2, 2, 8, 40}}) {
+      SCOPED_TRACE(testing::Message() << name_of(types) << " dims " << sh.dk << "/" << sh.dv);
+      AttentionParams p;
+      p.n_head = sh.n_head;
+      p.n_head_kv = sh.n_head_kv;
+      p.head_dim_k = sh.dk;
+      p.head_dim_v = sh.dv;
+      p.scale = 0.3f;
+      p.k_type = types.k;
+      p.v_type = types.v;
+      const int64_t n_pos = 200;
+      std::mt19937 rng(4);
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      ScatteredRows rows;
+      for (int64_t i = n_pos - 1; i >= 0; i--) {  // later positions first in memory
+        std::vector<float> k(p.n_head_kv * p.head_dim_k), v(p.n_head_kv * p.head_dim_v);
+        for (float& x : k) x = g(rng);
+        for (float& x : v) x = g(rng);
+        rows.k.push_back(stored_row(types.k, k));
+        rows.v.push_back(stored_row(types.v, v));
+      }
+      std::reverse(rows.k.begin(), rows.k.end());
+      std::reverse(rows.v.begin(), rows.v.end());
+      const KvRows src{ScatteredRows::fetch, &rows};
+      // Three queries at unrelated positions (the kernel needs no consecutive positions).
+      const std::vector<int64_t> q_rows = {2, 0, 1}, n_kv = {1, 200, 65};
+      std::vector<float> q(3 * p.n_head * p.head_dim_k);
+      for (float& x : q) x = g(rng);
+      std::vector<float> scratch(attention_scratch_floats(p, 3, n_pos));
+      const int64_t width = p.n_head * p.head_dim_v, group = p.n_head / p.n_head_kv;
+      std::vector<float> want(3 * width), got(want.size());
+      for (int64_t hk = 0; hk < p.n_head_kv; hk++) {
+        AttentionQueries qs{q.data(), p.n_head * p.head_dim_k, want.data(), width, q_rows.data(), n_kv.data(), nullptr, 3};
+        attention_tile_reference(p, src, qs, hk, scratch.data());
+        for (Isa isa : simd_isas()) {
+          qs.out = got.data();
+          attention_tile_kernel(isa)(p, src, qs, hk, scratch.data());
+          for (int64_t r = 0; r < 3; r++)
+            for (int64_t i = hk * group * p.head_dim_v; i < (hk + 1) * group * p.head_dim_v; i++) {
+              const float a = got[r * width + i], b = want[r * width + i];
+              EXPECT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(b)) << isa_name(isa) << " query " << r << " elem " << i;
+            }
         }
+      }
     }
-  }
 }
 
 TEST(Attention, RejectsHeadsThatDoNotGroup) {

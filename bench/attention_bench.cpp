@@ -1,6 +1,7 @@
 // Decode attention: one query token against a cache of n_kv positions, every layer's share of a
 // token's attention (all heads), through lumen::attention() on the pool. bytes_per_second counts
-// the K/V bytes the query reads (the decode floor is reading them once from DRAM).
+// the K/V bytes the query reads (the decode floor is reading them once from DRAM). The
+// BM_AttentionDecodeKv variant takes the K and V types (ggml type ids: 1 F16, 8 Q8_0, 2 Q4_0).
 //   ./build/bench/lumen_bench_micro --benchmark_filter=AttentionDecode
 #include <benchmark/benchmark.h>
 
@@ -17,13 +18,15 @@ namespace {
 
 // Args: n_head, n_head_kv, head_dim, n_kv, threads. 8 layers, so the K/V of one call (a layer)
 // is not in L2 from the previous call's layer.
-void BM_AttentionDecode(benchmark::State& state) {
+void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type) {
   const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n_kv = state.range(3);
   constexpr int64_t kLayers = 8;
   ThreadPool pool(static_cast<int>(state.range(4)));
   KvLayout layout;
   layout.n_layer = kLayers;
   layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
+  layout.k_type = k_type;
+  layout.v_type = v_type;
   const int32_t n_blocks = static_cast<int32_t>((n_kv + layout.block_size - 1) / layout.block_size);
   KvStorage kv(layout, n_blocks);
   std::vector<BlockId> table(n_blocks);
@@ -48,7 +51,8 @@ void BM_AttentionDecode(benchmark::State& state) {
   p.n_head_kv = n_head_kv;
   p.head_dim_k = p.head_dim_v = hd;
   p.scale = 0.125f;
-  p.kv_type = GgmlType::F16;
+  p.k_type = k_type;
+  p.v_type = v_type;
   const int32_t seq = 0, pos = static_cast<int32_t>(n_kv - 1);
   int64_t layer = 0;
   for (auto _ : state) {
@@ -57,7 +61,14 @@ void BM_AttentionDecode(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % kLayers;
   }
-  state.SetBytesProcessed(static_cast<int64_t>(2 * n_kv * n_head_kv * hd * 2) * state.iterations());
+  state.SetBytesProcessed(static_cast<int64_t>(n_kv * (layout.row_bytes_k() + layout.row_bytes_v())) * state.iterations());
+}
+
+void BM_AttentionDecode(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16); }
+
+// Args as above, then the K and V type ids.
+void BM_AttentionDecodeKv(benchmark::State& state) {
+  attention_decode(state, static_cast<GgmlType>(state.range(5)), static_cast<GgmlType>(state.range(6)));
 }
 // TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
 BENCHMARK(BM_AttentionDecode)
@@ -65,6 +76,14 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({32, 4, 64, 2048, 2})
     ->Args({9, 3, 64, 576, 2})
     ->Args({32, 4, 64, 576, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+// TinyLlama's shape at 2048 keys, one thread: F16, Q8_0, Q4_0 and Q8_0 K with Q4_0 V.
+BENCHMARK(BM_AttentionDecodeKv)
+    ->Args({32, 4, 64, 2048, 1, 1, 1})
+    ->Args({32, 4, 64, 2048, 1, 8, 8})
+    ->Args({32, 4, 64, 2048, 1, 2, 2})
+    ->Args({32, 4, 64, 2048, 1, 8, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -64,7 +64,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
   const int64_t n_vocab = model.config().n_vocab;
   if (o.bos >= n_vocab) fail("bench: BOS id {} is outside the vocabulary of {}", o.bos, n_vocab);
   const int64_t n_ctx = o.n_prompt + o.n_gen;
-  SequenceKv kv(model.kv_layout(o.kv_type), 1, n_ctx);
+  SequenceKv kv(model.kv_layout(o.kv_type_k, o.kv_type_v), 1, n_ctx);
   std::vector<float> logits(static_cast<size_t>(n_vocab));
   const std::vector<int32_t> prompt = bench_prompt(o.n_prompt, n_vocab, o.bos, o.seed);
 

@@ -28,7 +28,8 @@ struct BenchOptions {
   int64_t n_warmup_tokens = 4;      // prompt tokens of the untimed warm-up (plus one decode step)
   uint64_t seed = 0x6c756d656eULL;  // prompt ids
   int32_t bos = -1;                 // first prompt token; -1: none (all random)
-  GgmlType kv_type = GgmlType::F32;
+  GgmlType kv_type_k = GgmlType::F32;
+  GgmlType kv_type_v = GgmlType::F32;
 };
 
 struct BenchRep;

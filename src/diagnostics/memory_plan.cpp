@@ -10,22 +10,16 @@
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "gguf/gguf_file.h"
+#include "kv/kv_storage.h"
 #include "model/model_config.h"
 
 namespace lumen {
 
-namespace {
-
-double bytes_per_element(GgmlType t) {
-  const TypeTraits& tr = type_traits(t);
-  return static_cast<double>(tr.type_size) / static_cast<double>(tr.block_size);
-}
-
-}  // namespace
-
+// What KvStorage stores per position: one K and one V row per layer (block types padded to
+// whole blocks), so the plan's bytes are the pool's.
 double kv_bytes_per_token(int64_t n_layer, int64_t n_head_kv, int64_t head_dim_k, int64_t head_dim_v, GgmlType k, GgmlType v) {
-  return static_cast<double>(n_layer) * static_cast<double>(n_head_kv) *
-         (static_cast<double>(head_dim_k) * bytes_per_element(k) + static_cast<double>(head_dim_v) * bytes_per_element(v));
+  return static_cast<double>(n_layer) *
+         static_cast<double>(kv_row_bytes(k, n_head_kv * head_dim_k) + kv_row_bytes(v, n_head_kv * head_dim_v));
 }
 
 MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {

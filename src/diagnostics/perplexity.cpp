@@ -9,7 +9,7 @@
 namespace lumen {
 
 PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& tokens, int64_t n_ctx,
-                                    int64_t max_chunks, int32_t bos_id, GgmlType kv_type,
+                                    int64_t max_chunks, int32_t bos_id, GgmlType k_type, GgmlType v_type,
                                     const std::function<void(int64_t, double)>& progress) {
   const int64_t n_tokens = static_cast<int64_t>(tokens.size());
   if (n_ctx < 4) fail("perplexity context {} is too small", n_ctx);
@@ -21,7 +21,7 @@ PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& to
   const int64_t n_batch = model.n_batch();
   const int64_t first = n_ctx / 2;
 
-  SequenceKv kv(model.kv_layout(kv_type), 1, n_ctx);
+  SequenceKv kv(model.kv_layout(k_type, v_type), 1, n_ctx);
   std::vector<float> logits(static_cast<size_t>(n_batch) * n_vocab);
   PerplexityResult r;
   r.n_chunks = n_chunks;

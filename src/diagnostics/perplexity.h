@@ -22,10 +22,12 @@ struct PerplexityResult {
 };
 
 // tokens: the whole tokenized text (BOS first). Throws Error if it holds fewer than 2*n_ctx tokens.
-// kv_type: the KV cache's element type (F32 by default: the reference's attention precision).
+// k_type / v_type: the KV cache's element types (F32 by default: the reference's attention
+// precision).
 // progress(chunk_index, running_ppl) is called after each chunk.
 PerplexityResult compute_perplexity(Model& model, const std::vector<int32_t>& tokens, int64_t n_ctx,
-                                    int64_t max_chunks, int32_t bos_id, GgmlType kv_type = GgmlType::F32,
+                                    int64_t max_chunks, int32_t bos_id, GgmlType k_type = GgmlType::F32,
+                                    GgmlType v_type = GgmlType::F32,
                                     const std::function<void(int64_t, double)>& progress = {});
 
 }  // namespace lumen

@@ -8,6 +8,7 @@
 
 #include "gguf/gguf_file.h"
 #include "kernels/roofline.h"
+#include "kv/kv_storage.h"
 #include "model/model_config.h"
 
 namespace lumen {
@@ -52,15 +53,18 @@ std::string ModelCost::type_mix_string() const {
   return s;
 }
 
-ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type,
-                     bool f16_as_bf16) {
+ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType k_type,
+                     GgmlType v_type, bool f16_as_bf16) {
   ModelCost m;
   m.n_layer = c.n_layer;
   m.n_head = c.n_head;
   m.n_head_kv = c.n_head_kv;
   m.head_dim_k = c.head_dim_k;
   m.head_dim_v = c.head_dim_v;
-  m.kv_elem_bytes = static_cast<double>(type_traits(kv_type).type_size) / static_cast<double>(type_traits(kv_type).block_size);
+  // The bytes KvStorage keeps per position (block types padded to whole blocks), averaged over
+  // the K and V elements.
+  const double kv_row = static_cast<double>(kv_row_bytes(k_type, c.kv_dim_k()) + kv_row_bytes(v_type, c.kv_dim_v()));
+  m.kv_elem_bytes = kv_row / static_cast<double>(c.kv_dim_k() + c.kv_dim_v());
   m.tied_output = f.find_tensor("output.weight") == nullptr;
   m.weight_bytes_per_token = static_cast<double>(model_weight_bytes);
 

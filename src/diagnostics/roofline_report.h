@@ -52,8 +52,10 @@ struct ModelCost {
 };
 
 // `model_weight_bytes` is Model::weight_bytes() (every matrix except an untied embedding table).
-ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType kv_type,
-                     bool f16_as_bf16 = false);
+// k_type / v_type: the KV cache's; kv_elem_bytes is their stored bytes per element, K and V
+// weighted by their row sizes.
+ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weight_bytes, GgmlType k_type,
+                     GgmlType v_type, bool f16_as_bf16 = false);
 
 struct PhasePoint {
   std::string name;          // "decode" / "prefill"

@@ -83,7 +83,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.max_running < 1) fail("--parallel must be at least 1, got {}", c.max_running);
   if (c.block_size < 1 || c.block_size > 1024) fail("--kv-block-size must be in [1, 1024], got {}", c.block_size);
   if (c.max_n < 1) fail("the most completions per request must be at least 1");
-  const KvLayout layout = model.kv_layout(c.kv_type, c.block_size);
+  const KvLayout layout = model.kv_layout(c.kv_type_k, c.kv_type_v, c.block_size);
   const int64_t block_bytes = static_cast<int64_t>(layout.block_bytes());
   if (c.kv_memory < 0) fail("--kv-memory must not be negative");
   if (c.kv_memory == 0) {

@@ -52,7 +52,8 @@ struct EngineConfig {
   int32_t block_size = 16;         // --kv-block-size
   int64_t kv_memory = 0;           // --kv-memory bytes; 0: what n_ctx x max_running needs, capped by free RAM
   bool prefix_caching = true;
-  GgmlType kv_type = GgmlType::F16;
+  GgmlType kv_type_k = GgmlType::F16;  // --kv-type-k / --kv-type-v
+  GgmlType kv_type_v = GgmlType::F16;
   int max_n = 16;                  // most completions one request may ask for
 };
 

@@ -1,10 +1,13 @@
-// The attention driver (tiles over the thread pool) and the scalar reference tile.
+// The attention driver (tiles over the thread pool), the scalar reference tile, and the scalar
+// dequantization of stored K/V rows that both the reference and the SIMD kernels' fallback use.
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "core/quant/block_formats.h"
 #include "core/thread_pool.h"
 #include "kernels/ref/ops_ref.h"
 
@@ -16,61 +19,116 @@ int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
+bool kv_type_supported(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: return true;
+    default: return false;
+  }
+}
+
+void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n, float* out) {
+  using quant::BlockQ4_0;
+  using quant::BlockQ8_0;
+  switch (type) {
+    case GgmlType::F32:
+      std::memcpy(out, row + first * 4, static_cast<size_t>(n) * 4);
+      return;
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      const bool f16 = type == GgmlType::F16;
+      for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        std::memcpy(&h, row + (first + i) * 2, 2);
+        out[i] = f16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      }
+      return;
+    }
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: {
+      // Block by block: the part of [first, first + n) in block b is elements [j0, j1) of it.
+      const bool q8 = type == GgmlType::Q8_0;
+      const int64_t qk = quant::kQK8_0;  // = kQK4_0
+      const size_t bytes = q8 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+      for (int64_t i = first; i < first + n;) {
+        const int64_t b = i / qk, j0 = i % qk, j1 = std::min<int64_t>(qk, j0 + (first + n - i));
+        const uint8_t* blk = row + static_cast<size_t>(b) * bytes;
+        uint16_t dh;
+        std::memcpy(&dh, blk, 2);
+        const float d = fp16_to_fp32(dh);
+        const uint8_t* qs = blk + 2;
+        float* o = out + (i - first);
+        for (int64_t j = j0; j < j1; j++) {
+          const int q = q8 ? static_cast<int8_t>(qs[j]) : (j < qk / 2 ? qs[j] & 0x0f : qs[j - qk / 2] >> 4) - 8;
+          o[j - j0] = static_cast<float>(q) * d;
+        }
+        i += j1 - j0;
+      }
+      return;
+    }
+    default: break;
+  }
+  fail("KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(type));
+}
+
 size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t max_kv) {
   const int64_t group = p.n_head / p.n_head_kv;
   const int64_t rows = n_q * group;
   const int64_t dk = round16(p.head_dim_k), dv = round16(p.head_dim_v);
-  // SIMD tiles: per query row its output accumulator, max and sum; one key block widened to
-  // F32; the block's probabilities for up to 4 rows; 4 x 64 row pointers (2 floats each);
-  // alignment slack.
-  const int64_t simd = rows * dv + 2 * round16(rows) + kAttentionKeyBlock * (dk + dv) + 4 * kAttentionKeyBlock +
+  // SIMD tiles: per query row its output accumulator, max and sum; one key block dequantized
+  // to F32 (and its K rows once more before AVX-512's transpose); the block's probabilities for
+  // up to 4 rows; 4 x 64 row pointers (2 floats each); alignment slack.
+  const int64_t simd = rows * dv + 2 * round16(rows) + kAttentionKeyBlock * (2 * dk + dv) + 4 * kAttentionKeyBlock +
                        4 * kAttentionKeyBlock * 2 + 64;
-  // Reference: every score of one query row, its output row, 2 x 64 row pointers.
-  const int64_t ref = round16(max_kv) + dv + 2 * kAttentionKeyBlock * 2 + 64;
+  // Reference: every score of one query row, its output row, one K and one V row as floats,
+  // 2 x 64 row pointers.
+  const int64_t ref = round16(max_kv) + 2 * dv + dk + 2 * kAttentionKeyBlock * 2 + 64;
   return static_cast<size_t>(std::max(simd, ref));
 }
 
 // One query head at a time, exactly as the model's original loop: float dot products in index
-// order, the reference two-pass softmax (sum in double), then the probability-weighted sum of
-// V rows in position order.
+// order, the reference two-pass softmax (sum in double) over the query's keys
+// [kv_begin, n_kv), then the probability-weighted sum of V rows in position order. Rows are
+// dequantized with kv_row_to_float, the definition the SIMD kernels must reproduce.
 void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
                               float* scratch) {
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
-  const bool f16 = p.kv_type == GgmlType::F16;
-  const size_t esize = f16 ? 2 : 4;
   int64_t max_kv = 0;
   for (int64_t i = 0; i < qs.n_q; i++) max_kv = std::max(max_kv, qs.n_kv[i]);
   float* scores = scratch;
   float* tmp = scores + round16(max_kv);
-  auto** k_rows = reinterpret_cast<const uint8_t**>(tmp + round16(dv));
+  float* kf = tmp + round16(dv);  // one K row's head slice as floats
+  float* vf = kf + round16(dk);   // one V row's
+  auto** k_rows = reinterpret_cast<const uint8_t**>(vf + round16(dv));
   const uint8_t** v_rows = k_rows + kAttentionKeyBlock;
-  auto elem = [f16](const uint8_t* row, int64_t i) {
-    return f16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(row)[i]) : reinterpret_cast<const float*>(row)[i];
-  };
   for (int64_t qi = 0; qi < qs.n_q; qi++) {
-    const int64_t n_kv = qs.n_kv[qi];
+    const int64_t n_kv = qs.n_kv[qi], begin = qs.kv_begin ? qs.kv_begin[qi] : 0;
+    LUMEN_ASSERT(begin >= 0 && begin < n_kv);
     for (int64_t g = 0; g < group; g++) {
       const int64_t h = hk * group + g;
       const float* q = qs.q + qs.rows[qi] * qs.ldq + h * dk;
-      for (int64_t j0 = 0; j0 < n_kv; j0 += kAttentionKeyBlock) {
+      for (int64_t j0 = begin; j0 < n_kv; j0 += kAttentionKeyBlock) {
         const int64_t nb = std::min(kAttentionKeyBlock, n_kv - j0);
         kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
         for (int64_t j = 0; j < nb; j++) {
-          const uint8_t* kr = k_rows[j] + static_cast<size_t>(hk * dk) * esize;
+          kv_row_to_float(p.k_type, k_rows[j], hk * dk, dk, kf);
           float s = 0.0f;
-          for (int64_t i = 0; i < dk; i++) s += q[i] * elem(kr, i);
-          scores[j0 + j] = s * p.scale;
+          for (int64_t i = 0; i < dk; i++) s += q[i] * kf[i];
+          scores[j0 - begin + j] = s * p.scale;
         }
       }
-      ref::softmax(scores, n_kv);
+      ref::softmax(scores, n_kv - begin);
       std::fill(tmp, tmp + dv, 0.0f);
-      for (int64_t j0 = 0; j0 < n_kv; j0 += kAttentionKeyBlock) {
+      for (int64_t j0 = begin; j0 < n_kv; j0 += kAttentionKeyBlock) {
         const int64_t nb = std::min(kAttentionKeyBlock, n_kv - j0);
         kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
         for (int64_t j = 0; j < nb; j++) {
-          const uint8_t* vr = v_rows[j] + static_cast<size_t>(hk * dv) * esize;
-          const float pj = scores[j0 + j];
-          for (int64_t i = 0; i < dv; i++) tmp[i] += pj * elem(vr, i);
+          kv_row_to_float(p.v_type, v_rows[j], hk * dv, dv, vf);
+          const float pj = scores[j0 - begin + j];
+          for (int64_t i = 0; i < dv; i++) tmp[i] += pj * vf[i];
         }
       }
       std::copy(tmp, tmp + dv, qs.out + qs.rows[qi] * qs.ldo + h * dv);
@@ -94,12 +152,14 @@ struct Tile {
   int64_t hk;
   int64_t first, count;  // range in the sequence's token list
   int64_t max_kv;
+  int64_t span;          // keys the tile walks: max_kv less its smallest kv_begin
 };
 
 // Per calling thread: reused across layers and calls, so nothing is allocated per token once
 // the shapes have been seen.
 struct DriverState {
   std::vector<int64_t> order, n_kv;       // batch indices grouped by sequence; their key counts
+  std::vector<int64_t> kv_begin;          // and their first keys (window)
   std::vector<int64_t> seq_start;         // per batch sequence: offset into order (n_seq + 1)
   std::vector<int64_t> seq_of;            // per batch sequence: fill cursor of the counting sort
   std::vector<Tile> tiles;
@@ -111,6 +171,9 @@ struct DriverState {
 void attention(const AttentionParams& p, const AttentionBatch& batch, const float* q, int64_t ldq, float* out,
                int64_t ldo, ThreadPool& pool, Isa isa) {
   if (p.n_head_kv < 1 || p.n_head % p.n_head_kv != 0) fail("attention: {} heads do not group over {} KV heads", p.n_head, p.n_head_kv);
+  for (GgmlType t : {p.k_type, p.v_type})
+    if (!kv_type_supported(t)) fail("attention: KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(t));
+  if (p.window < 0) fail("attention: negative window {}", p.window);
   thread_local DriverState caller_state;
   DriverState& st = caller_state;  // the workers below must see the caller's, not their own
   const AttentionTileFn kernel = attention_tile_kernel(isa);
@@ -129,11 +192,16 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
   st.seq_of.assign(st.seq_start.begin(), st.seq_start.end() - 1);  // fill cursors
   for (int64_t t = 0; t < n_tokens; t++) st.order[st.seq_of[batch.seq[t]]++] = t;
   st.n_kv.resize(st.order.size());
-  for (size_t i = 0; i < st.order.size(); i++) st.n_kv[i] = batch.positions[st.order[i]] + 1;  // causal
+  st.kv_begin.resize(st.order.size());
+  for (size_t i = 0; i < st.order.size(); i++) {
+    st.n_kv[i] = batch.positions[st.order[i]] + 1;  // causal
+    st.kv_begin[i] = p.window > 0 ? std::max<int64_t>(0, st.n_kv[i] - p.window) : 0;
+  }
 
   // Tiles of consecutive queries of one sequence x one KV head: about 128 query rows, so a K/V
-  // block is reused by many rows; the reference works one query at a time. Later (longer)
-  // tiles first, so the thread claiming the last ones finishes soon after the others.
+  // block is reused by many rows; the reference works one query at a time. Longer tiles (more
+  // keys: later positions, or a wider part of a window) first, so the thread claiming the last
+  // ones finishes soon after the others.
   const int64_t tile_tokens = kernel == attention_tile_reference ? 1 : std::clamp<int64_t>(128 / group, 1, 32);
   st.tiles.clear();
   for (size_t si = 0; si + 1 < st.seq_start.size(); si++) {
@@ -141,15 +209,19 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
     if (b == e) continue;
     for (int64_t first = b; first < e; first += tile_tokens) {
       const int64_t count = std::min(tile_tokens, e - first);
-      int64_t max_kv = 0;
-      for (int64_t i = first; i < first + count; i++) max_kv = std::max(max_kv, st.n_kv[i]);
-      for (int64_t hk = 0; hk < p.n_head_kv; hk++) st.tiles.push_back(Tile{static_cast<int64_t>(si), hk, first, count, max_kv});
+      int64_t max_kv = 0, min_begin = INT64_MAX;
+      for (int64_t i = first; i < first + count; i++) {
+        max_kv = std::max(max_kv, st.n_kv[i]);
+        min_begin = std::min(min_begin, st.kv_begin[i]);
+      }
+      for (int64_t hk = 0; hk < p.n_head_kv; hk++)
+        st.tiles.push_back(Tile{static_cast<int64_t>(si), hk, first, count, max_kv, max_kv - min_begin});
     }
   }
   // Ties keep their creation order (first, hk): the order stable_sort would give, without the
   // temporary buffer it allocates on every call (this runs per layer per token).
   std::sort(st.tiles.begin(), st.tiles.end(), [](const Tile& a, const Tile& b) {
-    if (a.max_kv != b.max_kv) return a.max_kv > b.max_kv;
+    if (a.span != b.span) return a.span > b.span;
     return a.first != b.first ? a.first < b.first : a.hk < b.hk;
   });
 
@@ -171,6 +243,7 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
       qs.ldo = ldo;
       qs.rows = &st.order[t.first];
       qs.n_kv = &st.n_kv[t.first];
+      qs.kv_begin = &st.kv_begin[t.first];
       qs.n_q = t.count;
       kernel(p, rows, qs, t.hk, st.scratch[thread].data());
     }

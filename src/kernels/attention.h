@@ -1,11 +1,11 @@
-// Causal grouped-query attention over a KV cache. The unit of work is a tile: some queries of
-// one sequence and the query heads that share one KV head. The SIMD kernels walk the keys in
-// blocks of kAttentionKeyBlock positions (aligned to multiples of it) with an online softmax
-// (flash-attention style): each K/V row is fetched (and widened from F16) once per tile and used
-// by every query row of it, so decode (one query, all heads of a group) and prefill (many
-// queries) share one kernel, and a query's result does not depend on what else is in the tile.
-// The scalar reference (one query head at a time, two-pass softmax) is what LUMEN_ISA=scalar
-// runs and what the kernels are tested against.
+// Causal grouped-query attention over a KV cache, optionally over a sliding window. The unit of
+// work is a tile: some queries of one sequence and the query heads that share one KV head. The
+// SIMD kernels walk the keys in blocks of kAttentionKeyBlock positions (aligned to multiples of
+// it from position 0) with an online softmax (flash-attention style): each K/V row is fetched
+// and dequantized to F32 once per tile and used by every query row of it, so decode (one query,
+// all heads of a group) and prefill (many queries) share one kernel, and a query's result does
+// not depend on what else is in the tile. The scalar reference (one query head at a time,
+// two-pass softmax) is what LUMEN_ISA=scalar runs and what the kernels are tested against.
 #pragma once
 
 #include <cstddef>
@@ -26,22 +26,40 @@ struct AttentionParams {
   int64_t head_dim_k = 0;  // of queries and keys
   int64_t head_dim_v = 0;  // of values and outputs
   float scale = 1.0f;      // applied to q.k before the softmax
-  GgmlType kv_type = GgmlType::F32;  // element type of the K and V rows: F32 or F16
-  int64_t window = 0;  // 0: every earlier position; W > 0: positions [p - W + 1, p] only
+  // Element types of the K and V rows, each one of F32, F16, BF16, Q8_0, Q4_0 (a row of a block
+  // type is ceil(kv_dim / 32) blocks, the last one zero-padded).
+  GgmlType k_type = GgmlType::F32;
+  GgmlType v_type = GgmlType::F32;
+  // 0: the token at position p attends to [0, p]; W > 0: a sliding window, [max(0, p-W+1), p]
+  // (W positions including itself, as llama.cpp's standard SWA).
+  int64_t window = 0;
 };
+
+// The five K/V element types the kernels read.
+bool kv_type_supported(GgmlType type);
+
+// Elements [first, first + n) of one stored K or V row of `type` as floats, exactly as the
+// type's reference to_float gives them (Q8_0: d * q, Q4_0: d * (q - 8), one float multiply).
+// The range may start and end inside a 32-element block. Error for an unsupported type.
+void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n, float* out);
 
 // Where the K and V rows of one (layer, sequence) live. Kernels ask for the rows of positions
 // [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time; a row holds n_head_kv heads
 // (K: head_dim_k elements each, V: head_dim_v). Any storage that can answer per position fits
 // (kv/kv_storage.h: a paged cache walked through a block table).
+// The contract with a windowed cache: a kernel never asks for a position below the smallest
+// kv_begin of its tile's queries. A paged cache frees the blocks that fall out of the window, so
+// their block-table entries are invalid and must not be read. Keys a kernel did not fetch, or
+// that lie below a query's own kv_begin, are masked (score -inf, probability 0).
 struct KvRows {
   void (*fetch)(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows);
   const void* ctx;
 };
 
 // The queries of a tile. Query i reads its row q + rows[i] * ldq (all n_head heads,
-// head_dim_k floats each), attends to keys [0, n_kv[i]) (n_kv[i] >= 1) and writes its heads of
-// the group into out + rows[i] * ldo (n_head heads of head_dim_v floats each).
+// head_dim_k floats each), attends to keys [kv_begin[i], n_kv[i]) (kv_begin[i] < n_kv[i];
+// kv_begin nullptr: every kv_begin is 0) and writes its heads of the group into
+// out + rows[i] * ldo (n_head heads of head_dim_v floats each).
 struct AttentionQueries {
   const float* q = nullptr;
   int64_t ldq = 0;
@@ -49,6 +67,7 @@ struct AttentionQueries {
   int64_t ldo = 0;
   const int64_t* rows = nullptr;
   const int64_t* n_kv = nullptr;
+  const int64_t* kv_begin = nullptr;
   int64_t n_q = 0;
 };
 
@@ -67,8 +86,9 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
 AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scalar
 
 // The sequences and queries of one layer's attention over a batch: token t (of sequence
-// seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]], whose K/V
-// rows seq_rows[seq[t]] must already hold.
+// seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]] (with a
+// window W: [max(0, positions[t] - W + 1), positions[t]]), whose K/V rows seq_rows[seq[t]]
+// must already hold.
 struct AttentionBatch {
   const KvRows* seq_rows = nullptr;  // one row source per sequence
   int64_t n_seq = 0;
@@ -78,6 +98,7 @@ struct AttentionBatch {
 };
 
 // q rows are ldq floats apart, out rows ldo. Tiles run on the pool with the kernel of `isa`.
+// Error for heads that do not group, an unsupported K/V type or a negative window.
 void attention(const AttentionParams& p, const AttentionBatch& batch, const float* q, int64_t ldq, float* out,
                int64_t ldo, ThreadPool& pool, Isa isa);
 

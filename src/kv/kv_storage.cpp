@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 
@@ -33,24 +34,34 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** 
   }
 }
 
-// One row of n floats in the storage type (F32 or F16).
+// One row of n floats in the storage type (kv_row_bytes(type, n) bytes at dst). A block type
+// whose last block is partial quantizes a zero-padded copy.
 void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
-  if (type == GgmlType::F32) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  const TypeTraits& tr = type_traits(type);
+  if (n % tr.block_size == 0) {
+    tr.from_float(src, dst, n);
     return;
   }
-  auto* d = reinterpret_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; i++) d[i] = fp32_to_fp16(src[i]);
+  thread_local std::vector<float> padded;
+  const int64_t np = (n + tr.block_size - 1) / tr.block_size * tr.block_size;
+  padded.assign(static_cast<size_t>(np), 0.0f);
+  std::copy(src, src + n, padded.begin());
+  tr.from_float(padded.data(), dst, np);
 }
 
 }  // namespace
+
+size_t kv_row_bytes(GgmlType type, int64_t n) {
+  const TypeTraits& tr = type_traits(type);
+  return static_cast<size_t>((n + tr.block_size - 1) / tr.block_size) * tr.type_size;
+}
 
 KvRows PagedKvSource::rows() const { return KvRows{fetch_paged_rows, this}; }
 
 KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
     : layout_(layout), groups_(layout.groups()), n_blocks_(n_blocks) {
   for (GgmlType t : {layout.k_type, layout.v_type})
-    if (t != GgmlType::F32 && t != GgmlType::F16) fail("KV cache type {} is not supported (f32 or f16)", type_name(t));
+    if (!kv_type_supported(t)) fail("KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(t));
   if (n_blocks < 1) fail("the KV cache needs at least one block, got {}", n_blocks);
   if (layout.block_size < 1) fail("the KV block size must be at least 1, got {}", layout.block_size);
   if (layout.n_layer < 1 || layout.kv_dim_k < 1 || layout.kv_dim_v < 1) fail("KV cache layout without layers or heads");

@@ -1,8 +1,9 @@
 // KvStorage: the only code that touches K/V bytes. A block holds the rows of the layers of one
 // KV cache group (kv_groups.h: all layers for a model without sliding windows): one arena per
 // layer of a group for K and one for V, each n_blocks x block_size rows (a row: all KV heads of
-// one position), mapped once at start-up (pages are committed as they are first written).
-// Layer il's rows of block b live in arena layer_slot[il]: which group a block serves is the
+// one position, stored as one GGUF-style row of F32, F16, BF16, Q8_0 or Q4_0; K and V may
+// differ), mapped once at start-up (pages are committed as they are first written). Layer il's
+// rows of block b live in arena layer_slot[il]: which group a block serves is the
 // KvCacheManager's business, as is which block belongs to whom; KvStorage only writes rows to
 // slots and hands attention a row source over a block table.
 #pragma once
@@ -20,6 +21,11 @@
 
 namespace lumen {
 
+// Bytes of one stored K or V row of n elements. A block type's last block is zero-padded when n
+// is not a multiple of its 32 elements: ceil(n / 32) blocks. `lumen plan` and the roofline
+// report size the cache with this too.
+size_t kv_row_bytes(GgmlType type, int64_t n);
+
 struct KvLayout {
   int64_t n_layer = 0;
   int64_t kv_dim_k = 0;  // n_head_kv * head_dim_k
@@ -31,8 +37,8 @@ struct KvLayout {
 
   KvGroups groups() const { return KvGroups::from_windows(n_layer, layer_window); }
 
-  size_t row_bytes_k() const { return row_size(k_type, kv_dim_k); }
-  size_t row_bytes_v() const { return row_size(v_type, kv_dim_v); }
+  size_t row_bytes_k() const { return kv_row_bytes(k_type, kv_dim_k); }
+  size_t row_bytes_v() const { return kv_row_bytes(v_type, kv_dim_v); }
   // K and V bytes of one block: block_size rows of each layer of a group.
   size_t block_bytes() const {
     return static_cast<size_t>(groups().layers_per_group) * block_size * (row_bytes_k() + row_bytes_v());
@@ -52,7 +58,8 @@ struct PagedKvSource {
 
 class KvStorage {
  public:
-  // K/V types: F32 or F16. Error for anything else or for n_blocks < 1.
+  // K/V types (each): F32, F16, BF16, Q8_0 or Q4_0 (kv_type_supported). Error for anything
+  // else, naming it, or for n_blocks < 1.
   KvStorage(const KvLayout& layout, int32_t n_blocks);
   ~KvStorage();
   KvStorage(const KvStorage&) = delete;
@@ -64,7 +71,8 @@ class KvStorage {
   int64_t n_slots() const { return static_cast<int64_t>(n_blocks_) * layout_.block_size; }
   size_t bytes() const { return bytes_; }
 
-  // Stores the K and V rows (F32, converted to the storage types) of one position.
+  // Stores the K and V rows (F32, converted to the storage types with the types' from_float)
+  // of one position.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
   // Copies rows [0, n_rows) of block src into block dst in every layer slot (copy-on-write).
   void copy_rows(BlockId src, BlockId dst, int32_t n_rows);

@@ -109,7 +109,6 @@ void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) {
   if (kl.n_layer != config_.n_layer || kl.kv_dim_k != config_.kv_dim_k() || kl.kv_dim_v != config_.kv_dim_v())
     fail("the KV cache's layout ({} layers, K/V rows of {}/{}) is not this model's ({}, {}/{})", kl.n_layer, kl.kv_dim_k,
          kl.kv_dim_v, config_.n_layer, config_.kv_dim_k(), config_.kv_dim_v());
-  if (kl.k_type != kl.v_type) fail("K and V cache types must be the same for now");
   const KvGroups& groups = kv.groups();
   const int32_t n_groups = groups.n_groups();
   if (groups.layer_group.size() != static_cast<size_t>(config_.n_layer))
@@ -223,7 +222,8 @@ void LlamaFamilyModel::attention(const Batch& batch, const KvStorage& kv, int64_
   p.head_dim_k = c.head_dim_k;
   p.head_dim_v = c.head_dim_v;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  p.kv_type = kv.layout().k_type;
+  p.k_type = kv.layout().k_type;
+  p.v_type = kv.layout().v_type;
   const int32_t group = kv.groups().layer_group[il];
   p.window = kv.groups().groups[group].window;
   const size_t n_seqs = batch.seqs.size();

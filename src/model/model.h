@@ -43,8 +43,8 @@ class Model {
 
   ThreadPool& pool() const { return *options_.pool; }
 
-  // The shape of this model's KV rows, for a KvStorage.
-  KvLayout kv_layout(GgmlType kv_type = GgmlType::F16, int32_t block_size = 16) const;
+  // The shape of this model's KV rows, for a KvStorage (K and V element types independent).
+  KvLayout kv_layout(GgmlType k_type = GgmlType::F16, GgmlType v_type = GgmlType::F16, int32_t block_size = 16) const;
 
   // Evaluates the batch: writes each token's K/V rows to its slot in `kv`, then attends over
   // its sequence's block table. Writes n_vocab logits for each token with want_logits set, in

@@ -33,12 +33,13 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const M
   fail("{}: unknown architecture '{}' (lumen supports: {})", file->path(), *arch, known);
 }
 
-KvLayout Model::kv_layout(GgmlType kv_type, int32_t block_size) const {
+KvLayout Model::kv_layout(GgmlType k_type, GgmlType v_type, int32_t block_size) const {
   KvLayout l;
   l.n_layer = config_.n_layer;
   l.kv_dim_k = config_.kv_dim_k();
   l.kv_dim_v = config_.kv_dim_v();
-  l.k_type = l.v_type = kv_type;
+  l.k_type = k_type;
+  l.v_type = v_type;
   l.block_size = block_size;
   l.layer_window = config_.layer_window;
   return l;

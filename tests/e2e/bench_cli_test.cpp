@@ -68,6 +68,8 @@ TEST_F(BenchCli, JsonHasEveryFigure) {
   EXPECT_NEAR(j["decode_roofline_frac"].get<double>(), j["decode_gb_s"].get<double>() / 50.0, 1e-9);
   EXPECT_EQ(j["prefill_compute"], "fp32");  // F32 weights
   EXPECT_EQ(j["kv_type"], "F16");            // the default, as llama-bench
+  EXPECT_EQ(j["kv_type_k"], "F16");
+  EXPECT_EQ(j["kv_type_v"], "F16");
   EXPECT_LE(j["itl_ms_p50"].get<double>(), j["itl_ms_p99"].get<double>());
   EXPECT_GE(j["ttft_ms"].get<double>(), j["prefill_ms"].get<double>());
   ASSERT_EQ(j["per_rep"].size(), 1u);
@@ -129,7 +131,25 @@ TEST_F(BenchCli, KvTypeOption) {
   r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type q8");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("q4_0"), std::string::npos) << r.err;  // the choices are listed
   EXPECT_EQ(r.out, "");
+  // K and V apart (any case); a specific flag wins over --kv-type.
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type-k q8_0 --kv-type-v Q4_0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["kv_type"], "Q8_0/Q4_0");
+  EXPECT_EQ(j["kv_type_k"], "Q8_0");
+  EXPECT_EQ(j["kv_type_v"], "Q4_0");
+  // stories260K: 5 layers x 32-element rows: one 34-byte K block and one 18-byte V block each.
+  EXPECT_DOUBLE_EQ(j["decode_kv_bytes_per_token"].get<double>(), 5 * (34 + 18) * j["decode_mean_ctx"].get<double>());
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type bf16 --kv-type-v q8_0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_EQ(j["kv_type_k"], "BF16");
+  EXPECT_EQ(j["kv_type_v"], "Q8_0");
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type-v q5_0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-type-v 'q5_0'"), std::string::npos) << r.err;
 }
 
 TEST_F(BenchCli, BatchJsonOneObjectPerSize) {
@@ -149,6 +169,7 @@ TEST_F(BenchCli, BatchJsonOneObjectPerSize) {
     EXPECT_EQ(objs[i]["kv_blocks_used"], (i == 0 ? 1 : 3) * 2);  // 24 tokens in blocks of 16
     // stories260K: 2 (K, V) x 5 layers x 4 KV heads x 8 x 2 bytes (F16).
     EXPECT_EQ(objs[i]["kv_bytes_per_token"], 640);
+    EXPECT_EQ(objs[i]["kv_type"], "F16");
     EXPECT_EQ(objs[i]["kv_memory_peak_bytes"], objs[i]["kv_blocks_used"].get<int64_t>() * 16 * 640);
   }
 }

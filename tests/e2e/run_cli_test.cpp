@@ -169,5 +169,25 @@ TEST_F(RunCli, PerplexityMatchesReference) {
   EXPECT_NEAR(ppl, running[3], running[3] * 1e-4);
 }
 
+// Quantized KV caches from the command line: perplexity names the types it runs with and an
+// 8-bit cache stays near the F32 reference; run accepts K and V of different types; a bad
+// name is refused with the choices.
+TEST_F(RunCli, KvCacheTypes) {
+  const json& e = ref_["perplexity"][0];
+  const double want = e["variant_f32_attention"]["running_ppl_per_chunk"][3];
+  auto r = test::run_cli("perplexity " + model_ + " -c 128 --chunks 4 -f /usr/share/common-licenses/GPL-3 --kv-type Q8_0");
+  if (r.exit_code != 0 && r.err.find("GPL-3") != std::string::npos) GTEST_SKIP() << "no GPL-3 text";
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("K Q8_0 / V Q8_0"), std::string::npos) << r.err;
+  const auto pos = r.out.rfind("Final estimate: PPL = ");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  EXPECT_NEAR(std::stod(r.out.substr(pos + 22)), want, want * 0.01);
+  r = test::run_cli("run " + model_ + " -p 'Once upon a time' -n 8 --kv-type-k q8_0 --kv-type-v q4_0");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = test::run_cli("run " + model_ + " -p 'Once upon a time' -n 8 --kv-type-k q4_1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-type-k 'q4_1': expected f32, f16, bf16, q8_0 or q4_0"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace lumen

@@ -122,7 +122,7 @@ TEST_P(ModelReference, TeacherForcedTop10AndGreedy) {
     const auto prompt = rec["prompt_token_ids"].get<std::vector<int32_t>>();
     const auto gen = rec["generated_token_ids"].get<std::vector<int32_t>>();
     const int64_t n_ctx = static_cast<int64_t>(prompt.size() + gen.size() + 1);
-    SequenceKv kv(model_->kv_layout(GgmlType::F32), 1, n_ctx);
+    SequenceKv kv(model_->kv_layout(GgmlType::F32, GgmlType::F32), 1, n_ctx);
     Batch batch;
     for (size_t i = 0; i < prompt.size(); i++) kv.add(batch, prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
     model_->forward(batch, kv.storage(), logits.data());

@@ -1,13 +1,17 @@
 // The attention kernels (kernels/attention.h) against the scalar reference: odd head dims,
-// GQA ratios 1/2/4/8, sequence lengths 1..300, F32 and F16 caches, several sequences in one
-// batch; plus what the forward pass relies on: a query's output does not depend on the batch
-// it is computed in, and row sources other than the contiguous cache work.
+// GQA ratios 1/2/4/8, sequence lengths 1..300, every K/V cache type (F32, F16, BF16, Q8_0,
+// Q4_0, K and V alike and mixed), sliding windows, several sequences in one batch; plus what the
+// forward pass relies on: a query's output does not depend on the batch it is computed in, row
+// sources other than the contiguous cache work, and a windowed kernel never fetches a position
+// below its tile's window.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -28,6 +32,19 @@ std::vector<Isa> simd_isas() {
   return v;
 }
 
+struct KvTypes {
+  GgmlType k, v;
+};
+
+// The five types with K == V, and mixed pairs.
+const KvTypes kAllTypes[] = {{GgmlType::F32, GgmlType::F32},   {GgmlType::F16, GgmlType::F16},
+                             {GgmlType::BF16, GgmlType::BF16}, {GgmlType::Q8_0, GgmlType::Q8_0},
+                             {GgmlType::Q4_0, GgmlType::Q4_0}, {GgmlType::Q8_0, GgmlType::Q4_0},
+                             {GgmlType::Q4_0, GgmlType::Q8_0}, {GgmlType::F16, GgmlType::Q8_0},
+                             {GgmlType::BF16, GgmlType::Q4_0}};
+
+std::string name_of(KvTypes t) { return std::string(type_name(t.k)) + "/" + std::string(type_name(t.v)); }
+
 struct AttnCase {
   AttentionParams p;
   std::unique_ptr<KvStorage> kv;
@@ -36,27 +53,31 @@ struct AttnCase {
   std::vector<KvRows> rows;
   std::vector<int32_t> seq_ids, positions;
   std::vector<float> q;
+  std::vector<std::vector<std::vector<float>>> k_in, v_in;  // per sequence, per position: as written
   int64_t ldq = 0, ldo = 0;
 };
 
 // n_seq sequences of the given lengths, all positions cached, one query per position (the
 // batch a prefill of every sequence would make), queries interleaved across sequences.
-AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, GgmlType kv_type,
-                 const std::vector<int64_t>& lengths, uint32_t seed) {
+AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, KvTypes types,
+                    const std::vector<int64_t>& lengths, uint32_t seed, int64_t window = 0) {
   AttnCase s;
   s.p.n_head = n_head;
   s.p.n_head_kv = n_head_kv;
   s.p.head_dim_k = dk;
   s.p.head_dim_v = dv;
   s.p.scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  s.p.kv_type = kv_type;
+  s.p.k_type = types.k;
+  s.p.v_type = types.v;
+  s.p.window = window;
   int64_t n_ctx = 1;
   for (int64_t l : lengths) n_ctx = std::max(n_ctx, l);
   KvLayout layout;
   layout.n_layer = 1;
   layout.kv_dim_k = n_head_kv * dk;
   layout.kv_dim_v = n_head_kv * dv;
-  layout.k_type = layout.v_type = kv_type;
+  layout.k_type = types.k;
+  layout.v_type = types.v;
   layout.block_size = 16;
   std::vector<BlockId> all;
   for (int64_t l : lengths)
@@ -73,11 +94,15 @@ AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, G
   for (const auto& src : s.sources) s.rows.push_back(src.rows());
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> k(n_head_kv * dk), v(n_head_kv * dv);
+  s.k_in.resize(lengths.size());
+  s.v_in.resize(lengths.size());
   for (size_t sq = 0; sq < lengths.size(); sq++)
     for (int64_t pos = 0; pos < lengths[sq]; pos++) {
       for (float& x : k) x = 2.0f * g(rng);  // spread scores: softmax far from uniform
       for (float& x : v) x = g(rng);
       s.kv->write(0, static_cast<int64_t>(s.tables[sq][pos / 16]) * 16 + pos % 16, k.data(), v.data());
+      s.k_in[sq].push_back(k);
+      s.v_in[sq].push_back(v);
     }
   for (int64_t pos = 0; pos < n_ctx; pos++)
     for (size_t sq = 0; sq < lengths.size(); sq++)
@@ -92,9 +117,10 @@ AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, G
   return s;
 }
 
-AttentionBatch batch_of(const AttnCase& s, const int32_t* seqs, const int32_t* positions, int64_t n) {
+AttentionBatch batch_of(const AttnCase& s, const int32_t* seqs, const int32_t* positions, int64_t n,
+                        const KvRows* rows = nullptr) {
   AttentionBatch b;
-  b.seq_rows = s.rows.data();
+  b.seq_rows = rows ? rows : s.rows.data();
   b.n_seq = static_cast<int64_t>(s.rows.size());
   b.seq = seqs;
   b.positions = positions;
@@ -109,7 +135,8 @@ std::vector<float> run(const AttnCase& s, Isa isa, ThreadPool& pool) {
   return out;
 }
 
-void expect_match(const AttnCase& s, const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+void expect_match(const AttnCase& s, const std::vector<float>& got, const std::vector<float>& want, const char* what,
+                  double tol = 1e-5) {
   const int64_t n = static_cast<int64_t>(s.seq_ids.size());
   const int64_t width = s.p.n_head * s.p.head_dim_v;
   int bad = 0;
@@ -122,7 +149,7 @@ void expect_match(const AttnCase& s, const std::vector<float>& got, const std::v
       }
       // Outputs are convex combinations of V rows (values ~ N(0, 1)): an absolute tolerance at
       // their scale, as scores rounded differently move every output a little.
-      if (!(std::fabs(g - w) <= 1e-5 + 1e-5 * std::fabs(w)) && bad++ < 3)
+      if (!(std::fabs(g - w) <= tol + tol * std::fabs(w)) && bad++ < 3)
         ADD_FAILURE() << what << ": token " << t << " (seq " << s.seq_ids[t] << " pos " << s.positions[t] << ") elem "
                       << i << ": " << g << " vs " << w;
     }
@@ -138,12 +165,12 @@ TEST(Attention, MatchesReference) {
   if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
   ThreadPool pool(2);
   const Shape shapes[] = {{1, 1, 7, 7}, {2, 1, 16, 16}, {4, 1, 33, 33}, {8, 1, 64, 64}, {8, 2, 64, 64},
-                          {8, 8, 80, 80}, {4, 2, 128, 128}, {6, 3, 24, 40}, {16, 2, 1, 1}};
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16})
+                          {8, 8, 80, 80}, {4, 2, 128, 128}, {6, 3, 24, 40}, {16, 2, 1, 1}, {8, 4, 8, 8}};
+  for (KvTypes types : kAllTypes)
     for (const Shape& sh : shapes) {
-      SCOPED_TRACE(testing::Message() << type_name(type) << " heads " << sh.n_head << "/" << sh.n_head_kv << " dims "
+      SCOPED_TRACE(testing::Message() << name_of(types) << " heads " << sh.n_head << "/" << sh.n_head_kv << " dims "
                                       << sh.dk << "/" << sh.dv);
-      const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, type, {1, 70, 5, 130}, 11);
+      const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types, {1, 70, 5, 130}, 11);
       const auto want = run(s, Isa::Scalar, pool);
       for (Isa isa : isas) expect_match(s, run(s, isa, pool), want, isa_name(isa));
     }
@@ -153,90 +180,290 @@ TEST(Attention, LongSequence) {
   const auto isas = simd_isas();
   if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16}) {
-    const AttnCase s = make_setup(8, 2, 64, 64, type, {300}, 12);
+  for (KvTypes types : kAllTypes) {
+    SCOPED_TRACE(name_of(types));
+    const AttnCase s = make_setup(8, 2, 64, 64, types, {300}, 12);
     const auto want = run(s, Isa::Scalar, pool);
     for (Isa isa : isas) expect_match(s, run(s, isa, pool), want, isa_name(isa));
   }
 }
 
+// The windowed reference is attention over the last W positions, written out plainly: scores
+// in double over [max(0, p - W + 1), p], a max-shifted softmax, the weighted sum of V.
+TEST(Attention, WindowedReferenceIsAMaskedSoftmax) {
+  ThreadPool pool(2);
+  for (int64_t window : {1, 5, 64, 100})
+    for (const Shape& sh : {Shape{8, 2, 64, 64}, Shape{3, 3, 7, 12}}) {
+      SCOPED_TRACE(testing::Message() << "window " << window << " dims " << sh.dk << "/" << sh.dv);
+      const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, {GgmlType::F32, GgmlType::F32},
+                                    {300, 37, 129}, 21, window);
+      const auto got = run(s, Isa::Scalar, pool);
+      std::vector<float> want(got.size(), -777.0f);
+      const int64_t group = sh.n_head / sh.n_head_kv;
+      for (size_t t = 0; t < s.seq_ids.size(); t++) {
+        const int64_t sq = s.seq_ids[t], pos = s.positions[t], lo = std::max<int64_t>(0, pos - window + 1);
+        for (int64_t h = 0; h < sh.n_head; h++) {
+          const int64_t hk = h / group;
+          const float* q = &s.q[t * s.ldq + h * sh.dk];
+          std::vector<double> sc;
+          for (int64_t j = lo; j <= pos; j++) {
+            double d = 0;
+            for (int64_t i = 0; i < sh.dk; i++) d += static_cast<double>(q[i]) * s.k_in[sq][j][hk * sh.dk + i];
+            sc.push_back(d * s.p.scale);
+          }
+          const double m = *std::max_element(sc.begin(), sc.end());
+          double sum = 0;
+          for (double& x : sc) sum += (x = std::exp(x - m));
+          for (int64_t i = 0; i < sh.dv; i++) {
+            double o = 0;
+            for (int64_t j = lo; j <= pos; j++) o += sc[j - lo] / sum * s.v_in[sq][j][hk * sh.dv + i];
+            want[t * s.ldo + h * sh.dv + i] = static_cast<float>(o);
+          }
+        }
+      }
+      expect_match(s, got, want, "reference vs plain", 2e-5);
+    }
+}
+
+TEST(Attention, WindowedKernelsMatchReference) {
+  const auto isas = simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
+  ThreadPool pool(2);
+  const Shape shapes[] = {{8, 2, 64, 64}, {6, 3, 24, 40}, {1, 1, 7, 7}, {8, 4, 8, 8}};
+  for (int64_t window : {1, 5, 64, 100})
+    for (KvTypes types : kAllTypes)
+      for (const Shape& sh : shapes) {
+        SCOPED_TRACE(testing::Message() << "window " << window << " " << name_of(types) << " heads " << sh.n_head << "/"
+                                        << sh.n_head_kv << " dims " << sh.dk << "/" << sh.dv);
+        const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types, {300, 70, 1, 130}, 22, window);
+        const auto want = run(s, Isa::Scalar, pool);
+        for (Isa isa : isas) expect_match(s, run(s, isa, pool), want, isa_name(isa));
+      }
+}
+
 // Decode (the last query alone, and a few queries of one sequence) gives the same bits as the
-// full prefill batch: the forward pass's cache-vs-recompute property.
+// full prefill batch: the forward pass's cache-vs-recompute property, with and without a window.
 TEST(Attention, QueryResultIndependentOfBatch) {
   const auto isas = simd_isas();
   if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16})
-    for (Isa isa : isas) {
-      const AttnCase s = make_setup(8, 2, 48, 48, type, {150, 9}, 13);
-      const auto all = run(s, isa, pool);
-      const int64_t n = static_cast<int64_t>(s.seq_ids.size());
-      for (int64_t first : {int64_t{0}, n - 1, n - 7, int64_t{100}})
-        for (int64_t count : {1, 3, 7}) {
-          if (first + count > n) continue;
-          std::vector<int32_t> seqs(s.seq_ids.begin() + first, s.seq_ids.begin() + first + count);
-          std::vector<int32_t> pos(s.positions.begin() + first, s.positions.begin() + first + count);
-          std::vector<float> out(count * s.ldo);
-          attention(s.p, batch_of(s, seqs.data(), pos.data(), count), s.q.data() + first * s.ldq, s.ldq, out.data(),
-                    s.ldo, pool, isa);
-          for (int64_t t = 0; t < count; t++)
-            for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++)
-              ASSERT_EQ(out[t * s.ldo + i], all[(first + t) * s.ldo + i])
-                  << isa_name(isa) << " " << type_name(type) << " token " << first + t << " elem " << i;
+  const KvTypes types_list[] = {{GgmlType::F32, GgmlType::F32},   {GgmlType::F16, GgmlType::F16},
+                                {GgmlType::BF16, GgmlType::BF16}, {GgmlType::Q8_0, GgmlType::Q8_0},
+                                {GgmlType::Q4_0, GgmlType::Q4_0}, {GgmlType::Q8_0, GgmlType::Q4_0}};
+  for (int64_t window : {0, 5, 64, 100})
+    for (KvTypes types : types_list)
+      for (const Shape& sh : {Shape{8, 2, 48, 48}, Shape{8, 4, 8, 8}})
+        for (Isa isa : isas) {
+          const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types, {150, 9}, 13, window);
+          const auto all = run(s, isa, pool);
+          const int64_t n = static_cast<int64_t>(s.seq_ids.size());
+          for (int64_t first : {int64_t{0}, n - 1, n - 7, int64_t{100}, int64_t{140}})
+            for (int64_t count : {1, 3, 7}) {
+              if (first + count > n) continue;
+              std::vector<int32_t> seqs(s.seq_ids.begin() + first, s.seq_ids.begin() + first + count);
+              std::vector<int32_t> pos(s.positions.begin() + first, s.positions.begin() + first + count);
+              std::vector<float> out(count * s.ldo);
+              attention(s.p, batch_of(s, seqs.data(), pos.data(), count), s.q.data() + first * s.ldq, s.ldq, out.data(),
+                        s.ldo, pool, isa);
+              for (int64_t t = 0; t < count; t++)
+                for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++)
+                  ASSERT_EQ(out[t * s.ldo + i], all[(first + t) * s.ldo + i])
+                      << isa_name(isa) << " " << name_of(types) << " window " << window << " dk " << sh.dk << " token "
+                      << first + t << " elem " << i;
+            }
         }
+}
+
+// A row source standing for a paged cache that has freed the blocks below a window: their
+// block-table entries are garbage, and asking for any position below first_valid counts as a
+// violation (and hands out NaN rows instead of touching the table).
+struct GuardedRows {
+  PagedKvSource inner;
+  int64_t first_valid = 0;
+  const uint8_t* poison = nullptr;
+  std::atomic<int>* violations = nullptr;
+  static void fetch(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
+    const auto& g = *static_cast<const GuardedRows*>(ctx);
+    if (pos0 < g.first_valid) {
+      g.violations->fetch_add(1);
+      for (int64_t i = 0; i < n; i++) k_rows[i] = v_rows[i] = g.poison;
+      return;
+    }
+    g.inner.rows().fetch(&g.inner, pos0, n, k_rows, v_rows);
+  }
+};
+
+TEST(Attention, WindowedKernelsNeverFetchBelowTheWindow) {
+  ThreadPool pool(2);
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::Scalar);
+  const std::vector<uint8_t> poison(1 << 16, 0xff);  // NaN in every type
+  for (KvTypes types : {KvTypes{GgmlType::F16, GgmlType::F16}, KvTypes{GgmlType::Q8_0, GgmlType::Q4_0}})
+    for (int64_t window : {1, 5, 64, 100}) {
+      const std::vector<int64_t> lengths = {300, 150, 77, 5};
+      const AttnCase s = make_setup(8, 2, 64, 64, types, lengths, 31, window);
+      const int64_t n = static_cast<int64_t>(s.seq_ids.size());
+      // Two batches over the guarded cache: every sequence's last position (decode), and the
+      // last 40 positions of each (a prefill chunk). Valid from the batch's smallest window start.
+      for (int64_t chunk : {1, 40}) {
+        std::vector<std::vector<BlockId>> tables = s.tables;
+        std::vector<GuardedRows> guards(lengths.size());
+        std::vector<KvRows> rows(lengths.size());
+        std::atomic<int> violations{0};
+        std::vector<int32_t> seqs, pos;
+        std::vector<int64_t> index;  // into the full batch
+        for (size_t sq = 0; sq < lengths.size(); sq++) {
+          const int64_t first_pos = std::max<int64_t>(0, lengths[sq] - chunk);
+          GuardedRows& g = guards[sq];
+          g.first_valid = std::max<int64_t>(0, first_pos + 1 - window);
+          for (int64_t b = 0; (b + 1) * 16 <= g.first_valid; b++) tables[sq][b] = 1 << 28;  // freed
+          g.inner = s.kv->source(0, tables[sq]);
+          g.poison = poison.data();
+          g.violations = &violations;
+          rows[sq] = KvRows{GuardedRows::fetch, &g};
+          for (int64_t t = 0; t < n; t++)
+            if (s.seq_ids[t] == static_cast<int32_t>(sq) && s.positions[t] >= first_pos) {
+              seqs.push_back(s.seq_ids[t]);
+              pos.push_back(s.positions[t]);
+              index.push_back(t);
+            }
+        }
+        std::vector<float> q(index.size() * s.ldq);
+        for (size_t i = 0; i < index.size(); i++)
+          std::copy_n(&s.q[index[i] * s.ldq], s.ldq, &q[i * s.ldq]);
+        for (Isa isa : isas) {
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << name_of(types) << " window " << window << " chunk " << chunk);
+          const auto all = run(s, isa, pool);
+          std::vector<float> out(index.size() * s.ldo);
+          attention(s.p, batch_of(s, seqs.data(), pos.data(), static_cast<int64_t>(seqs.size()), rows.data()), q.data(),
+                    s.ldq, out.data(), s.ldo, pool, isa);
+          EXPECT_EQ(violations.load(), 0);
+          // And the results are the unguarded full batch's, bit for bit.
+          for (size_t i = 0; i < index.size(); i++)
+            for (int64_t e = 0; e < s.p.n_head * s.p.head_dim_v; e++)
+              ASSERT_EQ(out[i * s.ldo + e], all[index[i] * s.ldo + e]) << "token " << index[i] << " elem " << e;
+        }
+      }
     }
 }
 
-// A row source that is not one contiguous array: each position's rows in its own allocation,
-// handed out in reverse memory order (a stand-in for a paged cache).
+// The tile kernels called directly with queries whose windows start in different blocks: the
+// tile fetches nothing below its smallest kv_begin, and each query keeps to its own range.
+TEST(Attention, TileFetchesFromItsSmallestWindowStart) {
+  AttentionParams p;
+  p.n_head = 4;
+  p.n_head_kv = 2;
+  p.head_dim_k = p.head_dim_v = 32;
+  p.scale = 0.2f;
+  p.k_type = GgmlType::Q8_0;
+  p.v_type = GgmlType::F16;
+  const AttnCase s = make_setup(4, 2, 32, 32, {p.k_type, p.v_type}, {260}, 41);
+  const std::vector<uint8_t> poison(1 << 16, 0xff);
+  std::atomic<int> violations{0};
+  const std::vector<int64_t> q_rows = {0, 1, 2}, n_kv = {260, 200, 131}, kv_begin = {150, 70, 129};
+  GuardedRows g;
+  g.first_valid = 70;
+  std::vector<BlockId> table = s.tables[0];
+  for (int64_t b = 0; (b + 1) * 16 <= g.first_valid; b++) table[b] = 1 << 28;
+  g.inner = s.kv->source(0, table);
+  g.poison = poison.data();
+  g.violations = &violations;
+  const KvRows guarded{GuardedRows::fetch, &g};
+  std::vector<float> scratch(attention_scratch_floats(p, 3, 260));
+  const int64_t width = p.n_head * p.head_dim_v;
+  std::vector<float> want(3 * width), got(3 * width), alone(width);
+  std::vector<Isa> isas = simd_isas();
+  for (int64_t hk = 0; hk < p.n_head_kv; hk++) {
+    AttentionQueries qs{s.q.data(), s.ldq, want.data(), width, q_rows.data(), n_kv.data(), kv_begin.data(), 3};
+    attention_tile_reference(p, guarded, qs, hk, scratch.data());
+    for (Isa isa : isas) {
+      qs.out = got.data();
+      attention_tile_kernel(isa)(p, guarded, qs, hk, scratch.data());
+      for (int64_t r = 0; r < 3; r++) {
+        // Alone in its tile, each query gives the same bits.
+        AttentionQueries one{s.q.data() + r * s.ldq, s.ldq, alone.data(), width, &q_rows[0], &n_kv[r], &kv_begin[r], 1};
+        attention_tile_kernel(isa)(p, guarded, one, hk, scratch.data());
+        for (int64_t i = hk * 2 * p.head_dim_v; i < (hk + 1) * 2 * p.head_dim_v; i++) {
+          const float a = got[r * width + i], b = want[r * width + i];
+          EXPECT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(b)) << isa_name(isa) << " query " << r << " elem " << i;
+          EXPECT_EQ(alone[i], a) << isa_name(isa) << " query " << r << " elem " << i;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(violations.load(), 0);
+}
+
+// A row source that is not one contiguous array: each position's rows in their own heap
+// allocation of exactly the stored row's bytes (so a read past a row is an ASan error), handed
+// out in reverse memory order (a stand-in for a paged cache).
 struct ScatteredRows {
-  std::vector<std::vector<float>> k, v;
+  std::vector<std::vector<uint8_t>> k, v;
   static void fetch(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
     const auto& s = *static_cast<const ScatteredRows*>(ctx);
     for (int64_t i = 0; i < n; i++) {
-      k_rows[i] = reinterpret_cast<const uint8_t*>(s.k[pos0 + i].data());
-      v_rows[i] = reinterpret_cast<const uint8_t*>(s.v[pos0 + i].data());
+      k_rows[i] = s.k[pos0 + i].data();
+      v_rows[i] = s.v[pos0 + i].data();
     }
   }
 };
 
+// x in type t, as KvStorage stores a row (a partial last block zero-padded).
+std::vector<uint8_t> stored_row(GgmlType t, std::vector<float> x) {
+  const int64_t bs = type_traits(t).block_size, n = static_cast<int64_t>(x.size());
+  x.resize(static_cast<size_t>((n + bs - 1) / bs * bs), 0.0f);
+  std::vector<uint8_t> row(kv_row_bytes(t, n));
+  type_traits(t).from_float(x.data(), row.data(), static_cast<int64_t>(x.size()));
+  return row;
+}
+
 TEST(Attention, TileKernelsWithAnyRowSource) {
-  AttentionParams p;
-  p.n_head = 4;
-  p.n_head_kv = 2;
-  p.head_dim_k = 20;
-  p.head_dim_v = 12;
-  p.scale = 0.3f;
-  const int64_t n_pos = 200;
-  std::mt19937 rng(4);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  ScatteredRows rows;
-  for (int64_t i = 0; i < n_pos; i++) {
-    rows.k.emplace_back(p.n_head_kv * p.head_dim_k);
-    rows.v.emplace_back(p.n_head_kv * p.head_dim_v);
-    for (float& x : rows.k.back()) x = g(rng);
-    for (float& x : rows.v.back()) x = g(rng);
-  }
-  const KvRows src{ScatteredRows::fetch, &rows};
-  // Three queries at unrelated positions (the kernel needs no consecutive positions).
-  const std::vector<int64_t> q_rows = {2, 0, 1}, n_kv = {1, 200, 65};
-  std::vector<float> q(3 * p.n_head * p.head_dim_k);
-  for (float& x : q) x = g(rng);
-  std::vector<float> scratch(attention_scratch_floats(p, 3, n_pos));
-  std::vector<float> want(3 * p.n_head * p.head_dim_v), got(want.size());
-  for (int64_t hk = 0; hk < p.n_head_kv; hk++) {
-    AttentionQueries qs{q.data(), p.n_head * p.head_dim_k, want.data(), p.n_head * p.head_dim_v, q_rows.data(), n_kv.data(), 3};
-    attention_tile_reference(p, src, qs, hk, scratch.data());
-    for (Isa isa : simd_isas()) {
-      qs.out = got.data();
-      attention_tile_kernel(isa)(p, src, qs, hk, scratch.data());
-      for (int64_t r = 0; r < 3; r++)
-        for (int64_t i = hk * 2 * p.head_dim_v; i < (hk + 1) * 2 * p.head_dim_v; i++) {
-          const float a = got[r * p.n_head * p.head_dim_v + i], b = want[r * p.n_head * p.head_dim_v + i];
-          EXPECT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(b)) << isa_name(isa) << " query " << r << " elem " << i;
+  for (KvTypes types : kAllTypes)
+    for (const Shape& sh : {Shape{4, 2, 20, 12}, Shape{4, 2, 48, 64}, Shape{2, 2, 8, 40}}) {
+      SCOPED_TRACE(testing::Message() << name_of(types) << " dims " << sh.dk << "/" << sh.dv);
+      AttentionParams p;
+      p.n_head = sh.n_head;
+      p.n_head_kv = sh.n_head_kv;
+      p.head_dim_k = sh.dk;
+      p.head_dim_v = sh.dv;
+      p.scale = 0.3f;
+      p.k_type = types.k;
+      p.v_type = types.v;
+      const int64_t n_pos = 200;
+      std::mt19937 rng(4);
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      ScatteredRows rows;
+      for (int64_t i = n_pos - 1; i >= 0; i--) {  // later positions first in memory
+        std::vector<float> k(p.n_head_kv * p.head_dim_k), v(p.n_head_kv * p.head_dim_v);
+        for (float& x : k) x = g(rng);
+        for (float& x : v) x = g(rng);
+        rows.k.push_back(stored_row(types.k, k));
+        rows.v.push_back(stored_row(types.v, v));
+      }
+      std::reverse(rows.k.begin(), rows.k.end());
+      std::reverse(rows.v.begin(), rows.v.end());
+      const KvRows src{ScatteredRows::fetch, &rows};
+      // Three queries at unrelated positions (the kernel needs no consecutive positions).
+      const std::vector<int64_t> q_rows = {2, 0, 1}, n_kv = {1, 200, 65};
+      std::vector<float> q(3 * p.n_head * p.head_dim_k);
+      for (float& x : q) x = g(rng);
+      std::vector<float> scratch(attention_scratch_floats(p, 3, n_pos));
+      const int64_t width = p.n_head * p.head_dim_v, group = p.n_head / p.n_head_kv;
+      std::vector<float> want(3 * width), got(want.size());
+      for (int64_t hk = 0; hk < p.n_head_kv; hk++) {
+        AttentionQueries qs{q.data(), p.n_head * p.head_dim_k, want.data(), width, q_rows.data(), n_kv.data(), nullptr, 3};
+        attention_tile_reference(p, src, qs, hk, scratch.data());
+        for (Isa isa : simd_isas()) {
+          qs.out = got.data();
+          attention_tile_kernel(isa)(p, src, qs, hk, scratch.data());
+          for (int64_t r = 0; r < 3; r++)
+            for (int64_t i = hk * group * p.head_dim_v; i < (hk + 1) * group * p.head_dim_v; i++) {
+              const float a = got[r * width + i], b = want[r * width + i];
+              EXPECT_NEAR(a, b, 1e-5 + 1e-5 * std::fabs(b)) << isa_name(isa) << " query " << r << " elem " << i;
+            }
         }
+      }
     }
-  }
 }
 
 TEST(Attention, RejectsHeadsThatDoNotGroup) {
@@ -250,6 +477,29 @@ TEST(Attention, RejectsHeadsThatDoNotGroup) {
   AttentionBatch b{&rows, 1, &seq, &pos, 1};
   std::vector<float> q(48), out(48);
   EXPECT_THROW(attention(p, b, q.data(), 48, out.data(), 48, pool, Isa::Scalar), Error);
+}
+
+TEST(Attention, RejectsOtherKvTypesByName) {
+  AttentionParams p;
+  p.n_head = p.n_head_kv = 1;
+  p.head_dim_k = p.head_dim_v = 32;
+  p.v_type = GgmlType::Q4_1;
+  ThreadPool pool(1);
+  const int32_t seq = 0, pos = 0;
+  const KvRows rows{nullptr, nullptr};
+  AttentionBatch b{&rows, 1, &seq, &pos, 1};
+  std::vector<float> q(32), out(32);
+  try {
+    attention(p, b, q.data(), 32, out.data(), 32, pool, Isa::Scalar);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Q4_1"), std::string::npos) << m;
+    EXPECT_NE(m.find("q8_0"), std::string::npos) << m;
+  }
+  std::vector<uint8_t> row(64);
+  float f[4];
+  EXPECT_THROW(kv_row_to_float(GgmlType::Q4_1, row.data(), 0, 4, f), Error);
 }
 
 }  // namespace

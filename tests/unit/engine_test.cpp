@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "engine/engine_core.h"
@@ -84,6 +85,8 @@ class EngineTest : public testing::Test {
       c.n_ctx = 256;
       c.max_running = 1;
       c.prefix_caching = false;
+      c.kv_type_k = together.kv_type_k;  // the same cache types alone as together
+      c.kv_type_v = together.kv_type_v;
       EngineCore e(*m.model, *m.tok, c);
       for (size_t i = 0; i < prompts.size(); i++) {
         auto h = e.submit(prompts[i], params_for(static_cast<int>(i), sampled));
@@ -130,7 +133,7 @@ TEST_F(EngineTest, ConcurrentEqualsAloneWithPreemption) {
   EngineConfig c = together_config();
   c.block_size = 4;
   // 12 blocks of 4 tokens: one request needs up to 10 (<= 16 prompt + 24 generated tokens).
-  c.kv_memory = static_cast<int64_t>(m.model->kv_layout(c.kv_type, c.block_size).block_bytes()) * 12;
+  c.kv_memory = static_cast<int64_t>(m.model->kv_layout(c.kv_type_k, c.kv_type_v, c.block_size).block_bytes()) * 12;
   for (bool prefix : {true, false}) {
     c.prefix_caching = prefix;
     int64_t preemptions = 0;
@@ -146,6 +149,25 @@ TEST_F(EngineTest, ConcurrentEqualsAloneQuantized) {
   c.max_batch_tokens = 37;  // odd chunks
   expect_concurrent_equals_alone(m, c, false);
   expect_concurrent_equals_alone(m, c, true);
+}
+
+// Quantized K/V caches keep the property, K and V of one type or of two: stories260K (head dim
+// 8, so a head's slice sits inside a 32-element block) and small256 (head dim 64: whole blocks).
+TEST_F(EngineTest, ConcurrentEqualsAloneQuantizedKv) {
+  const std::pair<GgmlType, GgmlType> types[] = {
+      {GgmlType::Q8_0, GgmlType::Q8_0}, {GgmlType::Q4_0, GgmlType::Q4_0}, {GgmlType::Q8_0, GgmlType::Q4_0}};
+  for (const char* rel : {"models/stories260K.gguf", "models/quant/small256-Q8_0.gguf"}) {
+    if (!test::shared_exists(rel)) continue;
+    Loaded m = load(test::shared_path(rel));
+    for (const auto& [k, v] : types) {
+      SCOPED_TRACE(testing::Message() << rel << " K " << type_name(k) << " V " << type_name(v));
+      EngineConfig c = together_config();
+      c.kv_type_k = k;
+      c.kv_type_v = v;
+      expect_concurrent_equals_alone(m, c, false);
+      expect_concurrent_equals_alone(m, c, true);
+    }
+  }
 }
 
 TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticQwen) {
@@ -290,7 +312,7 @@ TEST_F(EngineStories, PromptLargerThanThePoolIsRefused) {
   EngineConfig c;
   c.n_ctx = 256;
   c.block_size = 16;
-  c.kv_memory = static_cast<int64_t>(m_.model->kv_layout(c.kv_type, 16).block_bytes()) * 4;  // 64 tokens
+  c.kv_memory = static_cast<int64_t>(m_.model->kv_layout(c.kv_type_k, c.kv_type_v, 16).block_bytes()) * 4;  // 64 tokens
   EngineCore e(*m_.model, *m_.tok, c);
   try {
     e.submit(std::vector<int32_t>(80, 300), params_for(0, false, 4));

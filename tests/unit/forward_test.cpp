@@ -34,7 +34,7 @@ class Forward : public testing::Test {
     model_->forward(b, kv.storage(), logits.data());
     return logits;
   }
-  KvLayout layout(GgmlType t = GgmlType::F32) const { return model_->kv_layout(t, 16); }
+  KvLayout layout(GgmlType t = GgmlType::F32) const { return model_->kv_layout(t, t, 16); }
   static bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
   static double max_diff(const float* a, const float* b, int64_t n) {
     double m = 0;
@@ -201,7 +201,7 @@ TEST_P(ForwardFormats, SequenceLogitsDoNotDependOnTheBatch) {
   opt.n_batch = 128;
   auto model = Model::load(file, opt);
   const int64_t n_vocab = model->config().n_vocab;
-  const KvLayout layout = model->kv_layout(GgmlType::F16, 16);
+  const KvLayout layout = model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
   auto toks = [](int s, int n) {
     std::vector<int32_t> v;
     for (int i = 0; i < n; i++) v.push_back(1 + (s * 131 + i * 37) % 250);

@@ -8,6 +8,7 @@
 #include "diagnostics/memory_plan.h"
 #include "engine/engine_core.h"
 #include "gguf/gguf_file.h"
+#include "kv/kv_storage.h"
 #include "model/model.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -34,7 +35,7 @@ TEST(MemoryPlan, MatchesTheFormulaAndThePool) {
     // The formula: 2 x n_layer x n_head_kv x head_dim x 2 bytes (F16).
     EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, 2.0 * c.n_layer * c.n_head_kv * c.head_dim_k * 2.0);
     // The pool: one block's K and V bytes over all layers, per token.
-    const KvLayout layout = model->kv_layout(GgmlType::F16, 16);
+    const KvLayout layout = model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
     EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, static_cast<double>(layout.block_bytes()) / 16.0);
     EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, 13.0 * static_cast<double>(layout.block_bytes()));  // ceil(200 / 16) blocks
     const double room = static_cast<double>(q.memory_bytes) - p.weights_bytes;
@@ -59,6 +60,19 @@ TEST(MemoryPlan, MatchesTheFormulaAndThePool) {
     }
     EXPECT_TRUE(saw_q8 && saw_q4);
   }
+}
+
+// Rows of a block type whose length is not a multiple of 32 end in a zero-padded block, in the
+// plan as in the pool (kv_row_bytes).
+TEST(MemoryPlan, PadsBlockRowsAsThePoolDoes) {
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(2, 1, 40, 40, GgmlType::Q8_0, GgmlType::Q4_0), 2.0 * (2 * 34 + 2 * 18));
+  KvLayout l;
+  l.n_layer = 2;
+  l.kv_dim_k = l.kv_dim_v = 40;
+  l.k_type = GgmlType::Q8_0;
+  l.v_type = GgmlType::Q4_0;
+  l.block_size = 16;
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(2, 1, 40, 40, GgmlType::Q8_0, GgmlType::Q4_0), static_cast<double>(l.block_bytes()) / 16.0);
 }
 
 // The engine's pool, sized for the plan's sequences, holds exactly the plan's blocks for a
@@ -90,7 +104,7 @@ TEST(MemoryPlan, EqualsTheEnginesRealUsage) {
   const EngineStats s = engine.stats();
   // The sequence reached 100 tokens, so it held ceil(100 / 16) = 7 blocks at its peak.
   EXPECT_EQ(s.blocks_used_peak, 7);
-  const KvLayout layout = model->kv_layout(GgmlType::F16, 16);
+  const KvLayout layout = model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
   EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, static_cast<double>(s.blocks_used_peak) * static_cast<double>(layout.block_bytes()));
 }
 

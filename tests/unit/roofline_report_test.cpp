@@ -216,12 +216,18 @@ TEST(RooflineReport, ModelCostCountsMatricesAndTheEmbeddingRow) {
   cfg.n_head = 2;
   cfg.n_head_kv = 1;
   cfg.head_dim_k = cfg.head_dim_v = 32;
-  const ModelCost c = model_cost(*f, cfg, 1000, GgmlType::F16);
+  const ModelCost c = model_cost(*f, cfg, 1000, GgmlType::F16, GgmlType::F16);
   EXPECT_FALSE(c.tied_output);
   EXPECT_DOUBLE_EQ(c.matmul_params, 64.0 * 64);
   EXPECT_DOUBLE_EQ(c.output_params, 256.0 * 100);
   EXPECT_DOUBLE_EQ(c.weight_bytes_per_token, 1000.0 + 34.0 * 2);  // one Q8_0 row of 64
   EXPECT_DOUBLE_EQ(c.kv_elem_bytes, 2.0);
+  // K and V of different types: their stored rows (one 32-element block each here), averaged
+  // over the elements; a row of 40 elements pads to two blocks.
+  EXPECT_DOUBLE_EQ(model_cost(*f, cfg, 1000, GgmlType::Q8_0, GgmlType::Q4_0).kv_elem_bytes, (34.0 + 18.0) / 64.0);
+  ModelConfig odd = cfg;
+  odd.head_dim_k = odd.head_dim_v = 40;
+  EXPECT_DOUBLE_EQ(model_cost(*f, odd, 1000, GgmlType::Q8_0, GgmlType::Q8_0).kv_elem_bytes, 4.0 * 34.0 / 80.0);
   EXPECT_EQ(c.compute_kind, "int8");
   ASSERT_EQ(c.type_mix.size(), 3u);
   EXPECT_EQ(c.type_mix[0].type, GgmlType::Q6_K);  // most bytes first
@@ -232,12 +238,12 @@ TEST(RooflineReport, ModelCostCountsMatricesAndTheEmbeddingRow) {
   auto g = file_with({fake_tensor("token_embd.weight", GgmlType::F16, 64, 100),
                       fake_tensor("blk.0.attn_q.weight", GgmlType::F16, 64, 64)},
                      &bytes);
-  const ModelCost t = model_cost(*g, cfg, 1000, GgmlType::F32);
+  const ModelCost t = model_cost(*g, cfg, 1000, GgmlType::F32, GgmlType::F32);
   EXPECT_TRUE(t.tied_output);
   EXPECT_DOUBLE_EQ(t.output_params, 6400.0);
   EXPECT_DOUBLE_EQ(t.weight_bytes_per_token, 1000.0);
   EXPECT_EQ(t.compute_kind, "fp32");
-  EXPECT_EQ(model_cost(*g, cfg, 1000, GgmlType::F32, /*f16_as_bf16=*/true).compute_kind, "bf16");
+  EXPECT_EQ(model_cost(*g, cfg, 1000, GgmlType::F32, GgmlType::F32, /*f16_as_bf16=*/true).compute_kind, "bf16");
 }
 
 TEST(RooflineReport, SvgIsAWellFormedChartWithTheExpectedParts) {

@@ -221,7 +221,7 @@ TEST_F(SlidingWindow, ALongGenerationKeepsTheWindowedLayersBounded) {
     EngineCore e(*m->model, *m->tok, c);
     EXPECT_EQ(drain_tokens(*e.submit(prompt, greedy(n_gen))).size(), static_cast<size_t>(n_gen));
     e.wait_idle();
-    const KvGroups groups = m->model->kv_layout(GgmlType::F16, 16).groups();
+    const KvGroups groups = m->model->kv_layout(GgmlType::F16, GgmlType::F16, 16).groups();
     int64_t global = 0, win = 0;
     for (const KvGroup& g : groups.groups) (g.window == 0 ? global : win)++;
     // Global groups hold every position; each windowed group at most W / B + 2 blocks.

@@ -116,12 +116,13 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
   o.bos = m.tokenizer->bos_id();
   if (o.bos >= model.config().n_vocab) o.bos = -1;
   o.engine = a.engine.to_config(0);
-  ModelCost cost = model_cost(*m.file, model.config(), model.weight_bytes(), o.engine.kv_type, a.model.f16_as_bf16);
+  ModelCost cost = model_cost(*m.file, model.config(), model.weight_bytes(), o.engine.kv_type_k, o.engine.kv_type_v,
+                              a.model.f16_as_bf16);
   const double weights_per_token = cost.weight_bytes_per_token;
   if (!a.json) {
     fmt::print("model     {} ({})\n", path, cost.type_mix_string());
     fmt::print("setup     {} threads, {} kernels, {} KV cache, blocks of {}, step budget {} tokens; p={} n={}\n", n_threads,
-               isa_name(active_isa()), type_name(o.engine.kv_type), o.engine.block_size, o.engine.max_batch_tokens,
+               isa_name(active_isa()), kv_types_name(o.engine.kv_type_k, o.engine.kv_type_v), o.engine.block_size, o.engine.max_batch_tokens,
                a.n_prompt, a.n_gen);
     fmt::print("machine   DRAM read {} GB/s, FP32 FMA {} GFLOP/s{} ({})\n\n", format_3sig(machine.dram_read_gbps),
                format_3sig(machine.fp32_gflops),
@@ -158,6 +159,9 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
       j["kv_blocks_used"] = r.blocks_used_peak;
       j["kv_blocks_total"] = r.blocks_total;
       j["kv_block_size"] = r.block_size;
+      j["kv_type"] = kv_types_name(o.engine.kv_type_k, o.engine.kv_type_v);
+      j["kv_type_k"] = std::string(type_name(o.engine.kv_type_k));
+      j["kv_type_v"] = std::string(type_name(o.engine.kv_type_v));
       j["kv_bytes_per_token"] = r.kv_bytes_per_token;
       j["kv_memory_peak_bytes"] = r.blocks_used_peak * r.kv_bytes_per_block;
       j["kv_empty_block_frac"] = r.empty_block_frac;
@@ -270,13 +274,14 @@ void run_bench(const BenchArgs& a) {
   opt.n_prompt = a.n_prompt;
   opt.n_gen = a.n_gen;
   opt.n_reps = a.n_reps;
-  opt.kv_type = parse_kv_type(a.engine.kv_type);
+  opt.kv_type_k = a.engine.kv_types.k_type();
+  opt.kv_type_v = a.engine.kv_types.v_type();
   opt.bos = m->tokenizer->bos_id();
   if (opt.bos >= cfg.n_vocab) opt.bos = -1;
   const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
   progress.done();
 
-  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type, margs.f16_as_bf16);
+  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type_k, opt.kv_type_v, margs.f16_as_bf16);
   const BenchShape shape{a.n_prompt, a.n_gen, model.n_batch()};
   const RooflineReport rr = analyze_roofline(cost, shape, res.prefill_tok_s, res.decode_tok_s, machine);
   const std::string model_name = name_of(*m->file, path);
@@ -307,7 +312,9 @@ void run_bench(const BenchArgs& a) {
     j["threads"] = n_threads;
     j["isa"] = isa_name(isa);
     j["n_batch"] = model.n_batch();
-    j["kv_type"] = std::string(type_name(opt.kv_type));
+    j["kv_type"] = kv_types_name(opt.kv_type_k, opt.kv_type_v);
+    j["kv_type_k"] = std::string(type_name(opt.kv_type_k));
+    j["kv_type_v"] = std::string(type_name(opt.kv_type_v));
     j["n_prompt"] = a.n_prompt;
     j["n_gen"] = a.n_gen;
     j["reps"] = a.n_reps;
@@ -355,7 +362,7 @@ void run_bench(const BenchArgs& a) {
   fmt::print("model     {} ({}, {} parameters): {}\n", path, cfg.arch, params, model_name);
   fmt::print("weights   {}\n", cost.type_mix_string());
   fmt::print("setup     {} threads, {} kernels, batch {}, {} KV cache; p={} n={}, medians of {} reps (+1 warm-up)\n",
-             n_threads, isa_name(isa), model.n_batch(), type_name(opt.kv_type), a.n_prompt, a.n_gen, a.n_reps);
+             n_threads, isa_name(isa), model.n_batch(), kv_types_name(opt.kv_type_k, opt.kv_type_v), a.n_prompt, a.n_gen, a.n_reps);
   fmt::print("machine   DRAM read {} GB/s, FP32 FMA {} GFLOP/s{} ({})\n", format_3sig(machine.dram_read_gbps),
              format_3sig(machine.fp32_gflops),
              machine.int8_gops > 0 ? fmt::format(", int8 VNNI {} GOP/s", format_3sig(machine.int8_gops)) : "",

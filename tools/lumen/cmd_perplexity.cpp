@@ -21,14 +21,14 @@ void register_perplexity(CLI::App& app) {
   static ModelArgs margs;
   static std::string text_file;
   static int64_t n_chunks = -1;
-  static std::string kv_type = "f32";
+  static KvTypeArgs kv_types;
   auto* cmd = app.add_subcommand("perplexity", "perplexity of a text, by llama-perplexity's method");
   margs.add_to(cmd);
   margs.n_ctx = 512;
   cmd->add_option("-f,--file", text_file, "text file")->required();
   cmd->add_option("--chunks", n_chunks, "most chunks to evaluate (default: all)");
-  cmd->add_option("--kv-type", kv_type, "KV cache element type: f32 (default: the reference's precision) or f16")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  kv_types.fallback = "f32";
+  kv_types.add_to(cmd, "default f32: the reference's precision");
   cmd->callback([] {
     std::string text = read_whole_file(text_file);
     if (!text.empty() && text.back() == '\n') text.pop_back();  // exactly one, as llama.cpp does
@@ -43,7 +43,9 @@ void register_perplexity(CLI::App& app) {
     const int64_t total = n_chunks > 0 ? std::min(n_chunks, avail) : avail;
     fmt::print(stderr, "{}: {} tokens, {} chunks of {}\n", text_file, tokens.size(), total, n_ctx);
     const int32_t bos = m->tokenizer->bos_id() >= 0 ? m->tokenizer->bos_id() : tokens.at(0);
-    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, parse_kv_type(kv_type), [&](int64_t i, double ppl) {
+    const GgmlType k_type = kv_types.k_type(), v_type = kv_types.v_type();
+    fmt::print(stderr, "KV cache K {} / V {}\n", type_name(k_type), type_name(v_type));
+    PerplexityResult r = compute_perplexity(*m->model, tokens, n_ctx, n_chunks, bos, k_type, v_type, [&](int64_t i, double ppl) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "\r[{}/{}] ppl {:.4f}  ({:.1f} s, {:.2f} s/chunk)", i + 1, total, ppl, s, s / (i + 1));
       fflush(stderr);

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -24,8 +25,22 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                               "that such a step takes about this many times a decode-only step (0 = off; default {})",
                               decode_stall_factor));
   cmd->add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of earlier prompts");
-  cmd->add_option("--kv-type", kv_type, "KV cache element type: f16 (default, as llama.cpp) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  kv_types.add_to(cmd, "default f16, as llama.cpp");
+}
+
+void KvTypeArgs::add_to(CLI::App* cmd, const std::string& default_note) {
+  const std::string choices = "f32, f16, bf16, q8_0 or q4_0";
+  cmd->add_option("--kv-type-k", k, fmt::format("KV cache element type of K: {} ({})", choices, default_note));
+  cmd->add_option("--kv-type-v", v, fmt::format("KV cache element type of V: {} ({})", choices, default_note));
+  cmd->add_option("--kv-type", both, "KV cache element type of both K and V (--kv-type-k/-v win over it)");
+}
+
+GgmlType KvTypeArgs::k_type() const {
+  return !k.empty() ? parse_kv_type(k, "--kv-type-k") : parse_kv_type(both.empty() ? fallback : both);
+}
+
+GgmlType KvTypeArgs::v_type() const {
+  return !v.empty() ? parse_kv_type(v, "--kv-type-v") : parse_kv_type(both.empty() ? fallback : both);
 }
 
 EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
@@ -38,14 +53,22 @@ EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
   c.block_size = kv_block_size;
   c.kv_memory = kv_memory.empty() ? 0 : parse_memory_size(kv_memory);
   c.prefix_caching = !no_prefix_cache;
-  c.kv_type = parse_kv_type(kv_type);
+  c.kv_type_k = kv_types.k_type();
+  c.kv_type_v = kv_types.v_type();
   return c;
 }
 
-GgmlType parse_kv_type(const std::string& text) {
-  if (text == "f16") return GgmlType::F16;
-  if (text == "f32") return GgmlType::F32;
-  fail("--kv-type '{}': expected f16 or f32", text);
+GgmlType parse_kv_type(const std::string& text, const char* flag) {
+  std::string low = text;
+  for (char& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const auto& [name, t] : {std::pair{"f32", GgmlType::F32}, {"f16", GgmlType::F16}, {"bf16", GgmlType::BF16},
+                                {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0}})
+    if (low == name) return t;
+  fail("{} '{}': expected f32, f16, bf16, q8_0 or q4_0", flag, text);
+}
+
+std::string kv_types_name(GgmlType k, GgmlType v) {
+  return k == v ? std::string(type_name(k)) : fmt::format("{}/{}", type_name(k), type_name(v));
 }
 
 int64_t parse_memory_size(const std::string& text) {

@@ -1,9 +1,11 @@
 // AVX2 attention tile (kernels/attention.h): the AVX-512 tile's algorithm with 8-lane
 // vectors. Keys in blocks of 64 positions, online softmax per query row; each block's K/V
-// rows of the tile's KV head are fetched and staged once (widened to F32 when the cache holds
-// F16, zero-padded) and used by every query row; scores 8 keys at a time (8 dot-product accumulators folded by a
-// fixed shuffle tree). A row's steps depend only on that row, so a query gets the same bits in
-// decode and in prefill. Free of library inline code (no std:: containers or algorithms).
+// rows of the tile's KV head are fetched and staged once (dequantized to F32 in registers,
+// zero-padded) and used by every query row; scores 8 keys at a time (8 dot-product
+// accumulators folded by a fixed shuffle tree). A row takes only the keys of its range
+// [kv_begin, n_kv) in each block and masks the rest, so a row's steps depend only on that row
+// and a query gets the same bits in decode and in prefill. Free of library inline code (no
+// std:: containers or algorithms).
 #include <immintrin.h>
 
 #include "kernels/attention.h"
@@ -38,20 +40,20 @@ struct Row {
   float* l;
 };
 
-// Adds keys [0, nk) of the current block to one query row; K and V rows staged in kbuf / vbuf
+// Adds keys [lo, nk) of the current block to one query row; K and V rows staged in kbuf / vbuf
 // dkp / dvp floats apart (multiples of 16, zero-padded). kDkp: dkp as a compile-time constant
 // (0: use dkp_rt), so the 8 key rows of a sub-block are addressed from one base register.
 template <int64_t kDkp>
 void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float scale, const float* kbuf,
-               const float* vbuf, int64_t nk, const Row& r, float* pbuf) {
+               const float* vbuf, int64_t lo, int64_t nk, const Row& r, float* pbuf) {
   const int64_t dkp = kDkp ? kDkp : dkp_rt;
   __m256 s[kAttentionKeyBlock / 8];
-  const int64_t n_sub = (nk + 7) / 8;
+  const int64_t sb0 = lo / 8, n_sub = (nk + 7) / 8;
   const __m256 ninf = _mm256_set1_ps(-__builtin_inff());
   __m256 mx = ninf;
-  for (int64_t sb = 0; sb < n_sub; sb++) {
-    // Keys past nk read stale (finite or zero) rows of the staging buffer; their lanes are
-    // masked to -inf below and never reach the output.
+  for (int64_t sb = sb0; sb < n_sub; sb++) {
+    // Keys outside [lo, nk) read stale (or never staged) rows of the staging buffer; their
+    // lanes are masked to -inf below and never reach the output.
     const float* kb = kbuf + sb * 8 * dkp;
     __m256 acc[8];
 #pragma GCC unroll 8
@@ -63,7 +65,7 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
 #pragma GCC unroll 8
       for (int jj = 0; jj < 8; jj++) acc[jj] = _mm256_fmadd_ps(qc, _mm256_load_ps(kb + jj * dkp + c), acc[jj]);
     }
-    const __m256 valid = _mm256_castsi256_ps(tail_mask(nk - sb * 8));
+    const __m256 valid = _mm256_castsi256_ps(_mm256_andnot_si256(tail_mask(lo - sb * 8), tail_mask(nk - sb * 8)));
     s[sb] = _mm256_blendv_ps(ninf, _mm256_mul_ps(fold8(acc), _mm256_set1_ps(scale)), valid);
     mx = _mm256_max_ps(mx, s[sb]);
   }
@@ -73,7 +75,7 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
   const float alpha = avx2::exp1(m_old - m_new);  // 0 on the first block (m_old = -inf)
   const __m256 vm = _mm256_set1_ps(m_new);
   __m256 psum = _mm256_setzero_ps();
-  for (int64_t sb = 0; sb < n_sub; sb++) {
+  for (int64_t sb = sb0; sb < n_sub; sb++) {
     const __m256 pv = avx2::exp(_mm256_sub_ps(s[sb], vm));
     psum = _mm256_add_ps(psum, pv);
     _mm256_store_ps(pbuf + 8 * sb, pv);
@@ -91,8 +93,8 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
       e[x] = x < n_vec ? _mm256_mul_ps(_mm256_load_ps(r.o + c0 + 8 * x), va) : va;
       f[x] = _mm256_setzero_ps();
     }
-    const float* v = vbuf + c0;
-    int64_t j = 0;
+    const float* v = vbuf + lo * dvp + c0;
+    int64_t j = lo;
     for (; j + 2 <= nk; j += 2, v += 2 * dvp) {
       const __m256 p0 = _mm256_set1_ps(pbuf[j]), p1 = _mm256_set1_ps(pbuf[j + 1]);
 #pragma GCC unroll 4
@@ -115,7 +117,7 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
 }
 
 using RowBlockFn = void (*)(const float*, int64_t, int64_t, int64_t, float, const float*, const float*, int64_t,
-                            const Row&, float*);
+                            int64_t, const Row&, float*);
 
 RowBlockFn row_block_for(int64_t dkp) {
   switch (dkp) {
@@ -149,6 +151,118 @@ void stage(const float* src, float* dst, int64_t n) {
   if (i < round16(n)) _mm256_store_ps(dst + i, _mm256_setzero_ps());
 }
 
+// 8 bfloat16 values -> floats: the 16 bits are a float's upper half.
+inline __m256 bf16x8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+// The fp16 scale at the start of a block (unaligned), as 8 floats.
+inline __m256 block_scale(const uint8_t* b) {
+  uint16_t h;
+  __builtin_memcpy(&h, b, 2);
+  return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+}
+
+// One row's head slice, elements [off, off + n) of a stored row of the stager's type -> floats
+// at dst, zero-padded to a multiple of 16. The same floats as kv_row_to_float.
+using RowStageFn = void (*)(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst);
+
+void stage_f32(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  stage(reinterpret_cast<const float*>(row) + off, dst, n);
+}
+
+void stage_f16(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  stage(reinterpret_cast<const uint16_t*>(row) + off, dst, n);
+}
+
+void stage_bf16(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(row) + off;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, bf16x8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  if (i < n) {
+    alignas(16) uint16_t tmp[8] = {};
+    for (int64_t j = i; j < n; j++) tmp[j - i] = src[j];
+    _mm256_store_ps(dst + i, bf16x8(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp))));
+    i += 8;
+  }
+  if (i < round16(n)) _mm256_store_ps(dst + i, _mm256_setzero_ps());
+}
+
+// Q8_0 block (34 bytes): x = d * q, q int8. Elements [j, j + 8) of block b (j a multiple of 8),
+// int8 -> int32 -> float and one multiply by the scale, as to_float.
+struct Q8_0Rows {
+  static constexpr int64_t kBytes = 34;
+  static __m256 chunk(const uint8_t* b, int64_t j, __m256 d) {
+    const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + j)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+  }
+};
+
+// Q4_0 block (18 bytes): x = d * (q - 8); elements 0..15 are the low nibbles of its 16 bytes,
+// 16..31 the high ones, so chunk j reads bytes (j & 15).. shifted right by 4 for the upper half.
+struct Q4_0Rows {
+  static constexpr int64_t kBytes = 18;
+  static __m256 chunk(const uint8_t* b, int64_t j, __m256 d) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + (j & 15)));
+    const __m128i nib = _mm_and_si128(_mm_srl_epi16(bytes, _mm_cvtsi32_si128(static_cast<int>(j >> 4) * 4)),
+                                      _mm_set1_epi8(0x0f));
+    const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(nib), _mm256_set1_epi32(8));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(q), d);
+  }
+};
+
+// A 32-element block type with off and n multiples of 8: every 8-element chunk lies inside one
+// block. The chunks of a partial first block, then whole blocks (scale loaded once per block),
+// then the chunks of a partial last block; never a byte past the slice's last block.
+template <class Q>
+void stage_blocks(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  const uint8_t* b = row + (off >> 5) * Q::kBytes;
+  int64_t c = 0, j = off & 31;
+  if (j != 0) {
+    const __m256 d = block_scale(b);
+    for (; j < 32 && c < n; j += 8, c += 8) _mm256_store_ps(dst + c, Q::chunk(b, j, d));
+    b += Q::kBytes;
+  }
+  for (; c + 32 <= n; c += 32, b += Q::kBytes) {
+    const __m256 d = block_scale(b);
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < 32; k += 8) _mm256_store_ps(dst + c + k, Q::chunk(b, k, d));
+  }
+  if (c < n) {
+    const __m256 d = block_scale(b);
+    for (j = 0; c < n; j += 8, c += 8) _mm256_store_ps(dst + c, Q::chunk(b, j, d));
+  }
+  if (c < round16(n)) _mm256_store_ps(dst + c, _mm256_setzero_ps());
+}
+
+// Any other slice (head slices not made of whole 8-element chunks of a block): the scalar
+// definition, which also reports an unsupported type.
+void stage_any(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  kv_row_to_float(t, row, off, n, dst);
+  for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
+}
+
+// Rows [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per row.
+using StageRowsFn = void (*)(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t off, int64_t n,
+                             float* buf);
+
+template <RowStageFn kStage>
+void stage_rows(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t off, int64_t n, float* buf) {
+  const int64_t np = round16(n);
+  for (int64_t j = lo; j < nb; j++) kStage(t, rows[j], off, n, buf + j * np);
+}
+
+// The stager of a tile's K (or V): head slices of n elements at offsets hk * n.
+StageRowsFn stage_rows_for(GgmlType t, int64_t n) {
+  const bool whole_chunks = n % 8 == 0;
+  switch (t) {
+    case GgmlType::F32: return stage_rows<stage_f32>;
+    case GgmlType::F16: return stage_rows<stage_f16>;
+    case GgmlType::BF16: return stage_rows<stage_bf16>;
+    case GgmlType::Q8_0: return whole_chunks ? stage_rows<stage_blocks<Q8_0Rows>> : stage_rows<stage_any>;
+    case GgmlType::Q4_0: return whole_chunks ? stage_rows<stage_blocks<Q4_0Rows>> : stage_rows<stage_any>;
+    default: return stage_rows<stage_any>;
+  }
+}
+
 }  // namespace
 
 void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
@@ -156,7 +270,6 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
   const int64_t dkp = round16(dk), dvp = round16(dv);
   const int64_t n_rows = qs.n_q * group;
-  const bool f16 = p.kv_type == GgmlType::F16;
   constexpr int64_t B = kAttentionKeyBlock;
 
   float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
@@ -169,36 +282,37 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
   auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + B);
   const uint8_t** v_rows = k_rows + B;
   const RowBlockFn row_fn = row_block_for(dkp);
+  const StageRowsFn stage_k = stage_rows_for(p.k_type, dk), stage_v = stage_rows_for(p.v_type, dv);
 
-  int64_t max_kv = 0;
-  for (int64_t i = 0; i < qs.n_q; i++) max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
+  int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
+  for (int64_t i = 0; i < qs.n_q; i++) {
+    max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
+    if (qs.kv_begin && qs.kv_begin[i] < min_begin) min_begin = qs.kv_begin[i];
+  }
   for (int64_t r = 0; r < n_rows; r++) {
     mx[r] = -__builtin_inff();
     ls[r] = 0.0f;
     for (int64_t c = 0; c < dvp; c += 8) _mm256_store_ps(o + r * dvp + c, _mm256_setzero_ps());
   }
 
-  for (int64_t j0 = 0; j0 < max_kv; j0 += B) {
+  // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
+  // query sees the same blocks alone and in a tile; positions below min_begin are never fetched.
+  for (int64_t j0 = min_begin / B * B; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
-    kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
-    // This KV head's slice of every row of the block, widened to F32 and padded, once for all
-    // the tile's query rows.
-    for (int64_t j = 0; j < nb; j++) {
-      if (f16) {
-        stage(reinterpret_cast<const uint16_t*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
-        stage(reinterpret_cast<const uint16_t*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
-      } else {
-        stage(reinterpret_cast<const float*>(k_rows[j]) + hk * dk, kbuf + j * dkp, dk);
-        stage(reinterpret_cast<const float*>(v_rows[j]) + hk * dv, vbuf + j * dvp, dv);
-      }
-    }
+    const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
+    kv.fetch(kv.ctx, j0 + lo, nb - lo, k_rows + lo, v_rows + lo);
+    // This KV head's slice of every fetched row of the block, dequantized to F32 and padded,
+    // once for all the tile's query rows.
+    stage_k(p.k_type, k_rows, lo, nb, hk * dk, dk, kbuf);
+    stage_v(p.v_type, v_rows, lo, nb, hk * dv, dv, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
-      const int64_t nk = min64(nb, qs.n_kv[i] - j0);
-      if (nk <= 0) continue;
+      const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
+      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
+      if (nk <= k_lo) continue;
       for (int64_t g = 0; g < group; g++) {
         const int64_t r = i * group + g;
         const float* q = qs.q + qs.rows[i] * qs.ldq + (hk * group + g) * dk;
-        row_fn(q, dk, dkp, dvp, p.scale, kbuf, vbuf, nk, Row{o + r * dvp, mx + r, ls + r}, pbuf);
+        row_fn(q, dk, dkp, dvp, p.scale, kbuf, vbuf, k_lo, nk, Row{o + r * dvp, mx + r, ls + r}, pbuf);
       }
     }
   }

@@ -1,12 +1,12 @@
 // AVX-512 attention tile (kernels/attention.h): keys in blocks of 64 positions, online softmax
 // per query row. For each block the K/V slices of the tile's KV head are fetched and staged once
-// (widened to F32 when the cache holds F16): K transposed (a row of 64 keys per dimension), V
+// (dequantized to F32 in registers): K transposed (a row of 64 keys per dimension), V
 // row-major. A query's heads of the group are then processed up to 4 at a time: every K and V
 // load feeds up to 4 rows, and scores come out 64 keys at a time with no horizontal sums.
-// Every step a row takes depends only on that row (its query, its key count) and on which
-// chunk of its group it is in, never on the other queries of the tile, so a query gets the
-// same bits in decode and in prefill. Free of library inline code (no std:: containers or
-// algorithms).
+// Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
+// and on which chunk of its group it is in, never on the other queries of the tile, so a query
+// gets the same bits in decode and in prefill. Free of library inline code (no std::
+// containers or algorithms).
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined; silence that here, before the headers are read.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -62,15 +62,16 @@ inline void transpose16(__m512* r) {
   for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
-// R query rows (1..4: heads of one query that share this KV head) against the staged block of
-// nk keys. K is staged transposed (kt: dk rows of 64 keys), V row-major (vbuf: nk rows of dvp).
+// R query rows (1..4: heads of one query that share this KV head) against keys [lo, nk) of the
+// staged block (the others are masked). K is staged transposed (kt: dk rows of 64 keys), V
+// row-major (vbuf: rows of dvp).
 // Scores: for each dimension d, the 4 vectors of 64 keys meet every row's q[d] broadcast, so a
 // K load serves R rows and no horizontal sums are needed. Every row's operations are the same
 // whatever the other rows are, and a query's heads are always split into the same R-chunks, so
 // results do not depend on the tile (decode = prefill, bit for bit).
 template <int R>
 void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kt, const float* vbuf,
-                int64_t nk, const Row* rows, float* pbuf) {
+                int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 acc[R][4];
 #pragma GCC unroll 4
@@ -91,14 +92,17 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, con
     }
   }
   const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
+  // Bit j: key j is in [lo, nk) (lo < nk <= 64).
+  const uint64_t keys = (nk >= 64 ? ~uint64_t{0} : (uint64_t{1} << nk) - 1) & ~((uint64_t{1} << lo) - 1);
   __m512 alpha[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++) {
-    // Keys past nk hold stale staged values: their lanes become -inf and never reach the output.
+    // Keys outside [lo, nk) hold stale (or never staged) values: their lanes become -inf and
+    // never reach the output.
     __m512 mx = ninf;
 #pragma GCC unroll 4
     for (int sb = 0; sb < 4; sb++) {
-      const __mmask16 valid = nk > 16 * sb ? avx512::tail_mask(nk - 16 * sb) : static_cast<__mmask16>(0);
+      const __mmask16 valid = static_cast<__mmask16>(keys >> (16 * sb));
       acc[r][sb] = _mm512_mask_blend_ps(valid, ninf, _mm512_mul_ps(acc[r][sb], vscale));
       mx = _mm512_max_ps(mx, acc[r][sb]);
     }
@@ -125,8 +129,8 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, con
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
       for (int x = 0; x < 4; x++) e[r][x] = x < n_vec ? _mm512_mul_ps(_mm512_load_ps(rows[r].o + c0 + 16 * x), alpha[r]) : alpha[r];
-    const float* v = vbuf + c0;
-    for (int64_t j = 0; j < nk; j++, v += dvp) {
+    const float* v = vbuf + lo * dvp + c0;
+    for (int64_t j = lo; j < nk; j++, v += dvp) {
       __m512 vv[4];
 #pragma GCC unroll 4
       for (int x = 0; x < 4; x++) vv[x] = x < n_vec ? _mm512_load_ps(v + 16 * x) : _mm512_setzero_ps();
@@ -147,37 +151,192 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, con
 }
 
 using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, const float*, const float*, int64_t,
-                             const Row*, float*);
+                             int64_t, const Row*, float*);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
-// 16 values of a row at src (halves or floats; n of them, zero beyond) as floats.
-inline __m512 load_row16(const uint16_t* src, int64_t n) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(avx512::tail_mask(n), src));
-}
-inline __m512 load_row16(const float* src, int64_t n) { return _mm512_maskz_loadu_ps(avx512::tail_mask(n), src); }
+// Loaders of the element types: elements [e, e + min(n, 16)) of a stored row (n >= 1) as 16
+// floats, zero beyond n, the same floats as kv_row_to_float. K is staged straight from them.
+struct LoadF32 {
+  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
+    return _mm512_maskz_loadu_ps(tail_mask(n), reinterpret_cast<const float*>(row) + e);
+  }
+};
 
-// Stages keys [0, nb) of the block: K transposed into kt (dk rows of 64 keys; keys past nb are
-// zero), V row-major into vbuf (rows of dvp floats, zero-padded).
-template <typename T>
-void stage_block(const uint8_t* const* k_rows, const uint8_t* const* v_rows, int64_t nb, int64_t hk, int64_t dk,
-                 int64_t dv, int64_t dvp, float* kt, float* vbuf) {
+struct LoadF16 {
+  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), reinterpret_cast<const uint16_t*>(row) + e));
+  }
+};
+
+struct LoadBF16 {  // the 16 bits are a float's upper half
+  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
+    const __m256i h = _mm256_maskz_loadu_epi16(tail_mask(n), reinterpret_cast<const uint16_t*>(row) + e);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+};
+
+// The fp16 scale at the start of a block (unaligned), as 16 floats.
+inline __m512 block_scale(const uint8_t* b) {
+  uint16_t h;
+  __builtin_memcpy(&h, b, 2);
+  return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h)));
+}
+
+// Q8_0 block (34 bytes): x = d * q, q int8. Half h (elements 16h..16h+15) of block b:
+// int8 -> int32 -> float and one multiply by the scale, as to_float.
+struct Q8_0Rows {
+  static constexpr int64_t kBytes = 34;
+  static __m512 half(const uint8_t* b, int64_t h, __m512 d) {
+    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + 16 * h)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
+  }
+};
+
+// Q4_0 block (18 bytes): x = d * (q - 8); elements 0..15 are the low nibbles of its 16 bytes,
+// 16..31 the high ones (a right shift by 4 within 16-bit lanes, then the low nibble).
+struct Q4_0Rows {
+  static constexpr int64_t kBytes = 18;
+  static __m512 half(const uint8_t* b, int64_t h, __m512 d) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+    const __m128i nib = _mm_and_si128(_mm_srl_epi16(bytes, _mm_cvtsi32_si128(static_cast<int>(h) * 4)), _mm_set1_epi8(0x0f));
+    const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(nib), _mm512_set1_epi32(8));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
+  }
+};
+
+// One row's head slice of a block type, elements [off, off + n) with off and n multiples of 16
+// (each 16-element chunk one half of a block) -> dst: a partial first block, whole blocks (the
+// scale loaded once per block), a partial last block; never a byte past the slice's last block.
+template <class Q>
+[[gnu::always_inline]] inline void stage_blocks(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  const uint8_t* b = row + (off >> 5) * Q::kBytes;
+  int64_t c = 0;
+  if (off & 16) {
+    _mm512_store_ps(dst, Q::half(b, 1, block_scale(b)));
+    c = 16;
+    b += Q::kBytes;
+  }
+  for (; c + 32 <= n; c += 32, b += Q::kBytes) {
+    const __m512 d = block_scale(b);
+    _mm512_store_ps(dst + c, Q::half(b, 0, d));
+    _mm512_store_ps(dst + c + 16, Q::half(b, 1, d));
+  }
+  if (c < n) _mm512_store_ps(dst + c, Q::half(b, 0, block_scale(b)));
+}
+
+// Any other slice (a block type's head dims not a multiple of 16): the scalar definition,
+// zero-padded to a multiple of 16; it also reports an unsupported type.
+void stage_any(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst) {
+  kv_row_to_float(t, row, off, n, dst);
+  for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
+}
+
+using RowStageFn = void (*)(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst);
+
+// K: keys [lo, nb) of the block (the rows fetched), transposed into kt: dk rows of 64 keys,
+// element off + c of each row at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left
+// as they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds
+// block types' rows dequantized before the transpose.
+using StageKFn = void (*)(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk,
+                          float* kt, float* line);
+
+// Transposes the 16-key groups of keys [lo, nb), each row read through rows.load(key, element,
+// count).
+template <class Rows>
+void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 r[16];
-  for (int64_t j0 = 0; j0 < B; j0 += 16) {
+  for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
     for (int64_t c = 0; c < dk; c += 16) {
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; i++)
-        r[i] = j0 + i < nb ? load_row16(reinterpret_cast<const T*>(k_rows[j0 + i]) + hk * dk + c, dk - c)
-                           : _mm512_setzero_ps();
+      for (int i = 0; i < 16; i++) r[i] = j0 + i >= lo && j0 + i < nb ? rows.load(j0 + i, c, dk - c) : _mm512_setzero_ps();
       transpose16(r);
-      const int64_t rows = dk - c < 16 ? dk - c : 16;
-      for (int64_t i = 0; i < rows; i++) _mm512_store_ps(kt + (c + i) * B + j0, r[i]);
+      const int64_t n = dk - c < 16 ? dk - c : 16;
+      for (int64_t i = 0; i < n; i++) _mm512_store_ps(kt + (c + i) * B + j0, r[i]);
     }
   }
-  for (int64_t j = 0; j < nb; j++) {
-    const T* src = reinterpret_cast<const T*>(v_rows[j]) + hk * dv;
-    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, load_row16(src + c, dv - c));
+}
+
+template <class L>
+struct StoredRows {  // the cache's rows of an element type, read in place
+  const uint8_t* const* rows;
+  int64_t off;
+  __m512 load(int64_t j, int64_t c, int64_t n) const { return L::load(rows[j], off + c, n); }
+};
+
+struct LineRows {  // rows already dequantized into lines of dkp floats
+  const float* line;
+  int64_t dkp;
+  __m512 load(int64_t j, int64_t c, int64_t) const { return _mm512_load_ps(line + j * dkp + c); }
+};
+
+template <class L>
+void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk, float* kt, float*) {
+  transpose_keys(StoredRows<L>{k_rows, off}, lo, nb, dk, kt);
+}
+
+template <RowStageFn kStage>
+void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk, float* kt,
+                   float* line) {
+  const int64_t dkp = round16(dk);
+  for (int64_t j = lo; j < nb; j++) kStage(t, k_rows[j], off, dk, line + j * dkp);
+  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
+}
+
+// V: rows [lo, nb) of the block row-major into vbuf (rows of dvp floats, zero-padded).
+using StageVFn = void (*)(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv,
+                          int64_t dvp, float* vbuf);
+
+template <class L>
+void stage_v(GgmlType, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv, int64_t dvp,
+             float* vbuf) {
+  for (int64_t j = lo; j < nb; j++)
+    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, L::load(v_rows[j], off + c, dv - c));
+}
+
+template <RowStageFn kStage>
+void stage_v_rows(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv, int64_t dvp,
+                  float* vbuf) {
+  for (int64_t j = lo; j < nb; j++) kStage(t, v_rows[j], off, dv, vbuf + j * dvp);
+}
+
+// The stagers of a tile: head slices of d elements at offsets hk * d. The block types take the
+// in-register path when d % 16 == 0 (every 16-element chunk is half a block).
+StageKFn stage_k_for(GgmlType t, int64_t d) {
+  switch (t) {
+    case GgmlType::F32: return stage_k<LoadF32>;
+    case GgmlType::F16: return stage_k<LoadF16>;
+    case GgmlType::BF16: return stage_k<LoadBF16>;
+    case GgmlType::Q8_0: return d % 16 == 0 ? stage_k_lines<stage_blocks<Q8_0Rows>> : stage_k_lines<stage_any>;
+    case GgmlType::Q4_0: return d % 16 == 0 ? stage_k_lines<stage_blocks<Q4_0Rows>> : stage_k_lines<stage_any>;
+    default: return stage_k_lines<stage_any>;
   }
+}
+
+StageVFn stage_v_for(GgmlType t, int64_t d) {
+  switch (t) {
+    case GgmlType::F32: return stage_v<LoadF32>;
+    case GgmlType::F16: return stage_v<LoadF16>;
+    case GgmlType::BF16: return stage_v<LoadBF16>;
+    case GgmlType::Q8_0: return d % 16 == 0 ? stage_v_rows<stage_blocks<Q8_0Rows>> : stage_v_rows<stage_any>;
+    case GgmlType::Q4_0: return d % 16 == 0 ? stage_v_rows<stage_blocks<Q4_0Rows>> : stage_v_rows<stage_any>;
+    default: return stage_v_rows<stage_any>;
+  }
+}
+
+// Bytes [*off, *off + *len) of a stored row that hold elements [first, first + n).
+void slice_bytes(GgmlType t, int64_t first, int64_t n, size_t* off, size_t* len) {
+  int64_t block = 1, bytes = 4;
+  switch (t) {
+    case GgmlType::F16:
+    case GgmlType::BF16: bytes = 2; break;
+    case GgmlType::Q8_0: block = 32, bytes = 34; break;
+    case GgmlType::Q4_0: block = 32, bytes = 18; break;
+    default: break;
+  }
+  const int64_t b0 = first / block, b1 = (first + n + block - 1) / block;
+  *off = static_cast<size_t>(b0 * bytes);
+  *len = static_cast<size_t>((b1 - b0) * bytes);
 }
 
 }  // namespace
@@ -187,7 +346,6 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
   const int64_t dkp = round16(dk), dvp = round16(dv);
   const int64_t n_rows = qs.n_q * group;
-  const bool f16 = p.kv_type == GgmlType::F16;
   constexpr int64_t B = kAttentionKeyBlock;
 
   float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
@@ -197,13 +355,19 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   float* kt = ls + round16(n_rows);     // dkp x B (K transposed)
   float* vbuf = kt + B * dkp;           // B x dvp
   float* pbuf = vbuf + B * dvp;         // 4 x B
-  auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + 4 * B);
+  float* kline = pbuf + 4 * B;          // B x dkp: block types' K rows before the transpose
+  auto** k_rows = reinterpret_cast<const uint8_t**>(kline + B * dkp);
   const uint8_t** v_rows = k_rows + B;
   const uint8_t** k_next = v_rows + B;  // the next block's rows, fetched one block ahead
   const uint8_t** v_next = k_next + B;
+  const StageKFn stage_k = stage_k_for(p.k_type, dk);
+  const StageVFn stage_v = stage_v_for(p.v_type, dv);
 
-  int64_t max_kv = 0;
-  for (int64_t i = 0; i < qs.n_q; i++) max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
+  int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
+  for (int64_t i = 0; i < qs.n_q; i++) {
+    max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
+    if (qs.kv_begin && qs.kv_begin[i] < min_begin) min_begin = qs.kv_begin[i];
+  }
   for (int64_t r = 0; r < n_rows; r++) {
     mx[r] = -__builtin_inff();
     ls[r] = 0.0f;
@@ -213,31 +377,40 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   // Cached K/V rows are gathered a head slice at a time from rows of all KV heads, a pattern
   // the hardware prefetchers do not follow: the next block's slices are prefetched while this
   // block is computed (the loads of the staging were the tile's main stall).
-  const size_t esize = f16 ? 2 : 4;
-  const size_t k_off = static_cast<size_t>(hk * dk) * esize, k_len = static_cast<size_t>(dk) * esize;
-  const size_t v_off = static_cast<size_t>(hk * dv) * esize, v_len = static_cast<size_t>(dv) * esize;
+  size_t k_off, k_len, v_off, v_len;
+  slice_bytes(p.k_type, hk * dk, dk, &k_off, &k_len);
+  slice_bytes(p.v_type, hk * dv, dv, &v_off, &v_len);
   auto prefetch_rows = [&](int64_t n) {
     for (int64_t j = 0; j < n; j++) {
       for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + k_off + b), _MM_HINT_T0);
       for (size_t b = 0; b < v_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(v_next[j] + v_off + b), _MM_HINT_T0);
     }
   };
-  if (max_kv > 0) kv.fetch(kv.ctx, 0, min64(B, max_kv), k_next, v_next);
-  for (int64_t j0 = 0; j0 < max_kv; j0 += B) {
+  // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
+  // query sees the same blocks alone and in a tile; positions below min_begin are never fetched
+  // (only the first block can start below it).
+  const int64_t j_first = min_begin / B * B;
+  if (j_first < max_kv) {
+    const int64_t lo = min_begin - j_first;
+    kv.fetch(kv.ctx, min_begin, min64(B, max_kv - j_first) - lo, k_next + lo, v_next + lo);
+  }
+  for (int64_t j0 = j_first; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
-    for (int64_t j = 0; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
+    const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
+    for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
     if (j0 + B < max_kv) {
       const int64_t nn = min64(B, max_kv - j0 - B);
       kv.fetch(kv.ctx, j0 + B, nn, k_next, v_next);
       prefetch_rows(nn);
     }
-    // This KV head's slice of every row of the block, widened to F32, once for all the tile's
-    // query rows.
-    if (f16) stage_block<uint16_t>(k_rows, v_rows, nb, hk, dk, dv, dvp, kt, vbuf);
-    else stage_block<float>(k_rows, v_rows, nb, hk, dk, dv, dvp, kt, vbuf);
+    // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
+    // the tile's query rows.
+    stage_k(p.k_type, k_rows, lo, nb, hk * dk, dk, kt, kline);
+    stage_v(p.v_type, v_rows, lo, nb, hk * dv, dv, dvp, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
-      const int64_t nk = min64(nb, qs.n_kv[i] - j0);
-      if (nk <= 0) continue;
+      const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
+      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
+      if (nk <= k_lo) continue;
       // The query's heads of this group in chunks of up to 4 (always the same chunks).
       for (int64_t g0 = 0; g0 < group; g0 += 4) {
         const int nr = static_cast<int>(min64(4, group - g0));
@@ -248,7 +421,7 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
           q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
           rows[k] = Row{o + r * dvp, mx + r, ls + r};
         }
-        kRowsBlock[nr](q, dk, dvp, p.scale, kt, vbuf, nk, rows, pbuf);
+        kRowsBlock[nr](q, dk, dvp, p.scale, kt, vbuf, k_lo, nk, rows, pbuf);
       }
     }
   }

@@ -1,0 +1,119 @@
+// KvStorage's element types: a row written and read back (kv_row_to_float, whole or any slice)
+// is the type's reference round trip (from_float then to_float), block types padding a partial
+// last block with zeros; row sizes follow kv_row_bytes; other types are refused by name.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "kernels/attention.h"
+#include "kv/kv_storage.h"
+
+namespace lumen {
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+
+// The reference: the row zero-padded to whole blocks, quantized and dequantized whole.
+std::vector<float> reference_round_trip(GgmlType t, const std::vector<float>& x) {
+  const TypeTraits& tr = type_traits(t);
+  const int64_t n = static_cast<int64_t>(x.size());
+  const int64_t np = (n + tr.block_size - 1) / tr.block_size * tr.block_size;
+  std::vector<float> padded(x);
+  padded.resize(static_cast<size_t>(np), 0.0f);
+  std::vector<uint8_t> q(row_size(t, np));
+  tr.from_float(padded.data(), q.data(), np);
+  std::vector<float> back(static_cast<size_t>(np));
+  tr.to_float(q.data(), back.data(), np);
+  back.resize(static_cast<size_t>(n));
+  return back;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+TEST(KvStorage, RowsReadBackAsTheTypesReferenceRoundTrip) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0.0f, 1.5f);
+  for (GgmlType kt : kTypes)
+    for (GgmlType vt : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0})
+      for (int64_t dim : {1, 8, 32, 33, 40, 96, 100}) {
+        SCOPED_TRACE(testing::Message() << type_name(kt) << "/" << type_name(vt) << " kv_dim " << dim);
+        KvLayout layout;
+        layout.n_layer = 2;
+        layout.kv_dim_k = dim;
+        layout.kv_dim_v = dim + 5;
+        layout.k_type = kt;
+        layout.v_type = vt;
+        layout.block_size = 4;
+        EXPECT_EQ(layout.row_bytes_k(), kv_row_bytes(kt, dim));
+        KvStorage kv(layout, 3);
+        std::vector<std::vector<float>> ks, vs;
+        for (int64_t slot = 0; slot < kv.n_slots(); slot++) {
+          std::vector<float> k(dim), v(dim + 5);
+          for (float& x : k) x = g(rng);
+          for (float& x : v) x = g(rng);
+          kv.write(1, slot, k.data(), v.data());
+          ks.push_back(k);
+          vs.push_back(v);
+        }
+        for (int64_t slot = 0; slot < kv.n_slots(); slot++) {
+          const std::vector<float> want_k = reference_round_trip(kt, ks[slot]), want_v = reference_round_trip(vt, vs[slot]);
+          std::vector<float> got_k(dim), got_v(dim + 5);
+          kv_row_to_float(kt, kv.k_row(1, slot), 0, dim, got_k.data());
+          kv_row_to_float(vt, kv.v_row(1, slot), 0, dim + 5, got_v.data());
+          for (int64_t i = 0; i < dim; i++) ASSERT_TRUE(same_bits(got_k[i], want_k[i])) << "K slot " << slot << " elem " << i;
+          for (int64_t i = 0; i < dim + 5; i++) ASSERT_TRUE(same_bits(got_v[i], want_v[i])) << "V slot " << slot << " elem " << i;
+          // Any slice [first, first + n), starting and ending inside blocks.
+          for (int64_t first = 0; first < dim; first += 3)
+            for (int64_t n : {int64_t{1}, int64_t{7}, dim - first}) {
+              if (first + n > dim) continue;
+              std::vector<float> part(n);
+              kv_row_to_float(kt, kv.k_row(1, slot), first, n, part.data());
+              for (int64_t i = 0; i < n; i++) ASSERT_TRUE(same_bits(part[i], want_k[first + i])) << first << "+" << i;
+            }
+        }
+      }
+}
+
+TEST(KvStorage, BlockRowsArePaddedToWholeBlocks) {
+  EXPECT_EQ(kv_row_bytes(GgmlType::F32, 40), 160u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::F16, 40), 80u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::BF16, 40), 80u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::Q8_0, 32), 34u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::Q8_0, 40), 68u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::Q4_0, 8), 18u);
+  EXPECT_EQ(kv_row_bytes(GgmlType::Q4_0, 256), 8u * 18u);
+  KvLayout l;
+  l.n_layer = 3;
+  l.kv_dim_k = 40;
+  l.kv_dim_v = 40;
+  l.k_type = GgmlType::Q8_0;
+  l.v_type = GgmlType::Q4_0;
+  l.block_size = 16;
+  EXPECT_EQ(l.block_bytes(), 3u * 16u * (68u + 36u));
+}
+
+TEST(KvStorage, RefusesOtherTypesByName) {
+  KvLayout l;
+  l.n_layer = 1;
+  l.kv_dim_k = l.kv_dim_v = 32;
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::I8}) {
+    l.k_type = GgmlType::F16;
+    l.v_type = t;
+    try {
+      KvStorage kv(l, 1);
+      ADD_FAILURE() << "accepted " << type_name(t);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string(type_name(t))), std::string::npos) << m;
+      for (const char* name : {"f32", "f16", "bf16", "q8_0", "q4_0"}) EXPECT_NE(m.find(name), std::string::npos) << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lumen

@@ -11,6 +11,8 @@
 #include "core/system_memory.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_storage.h"
+#include "kv/kv_groups.h"
+#include "kv/kv_storage.h"
 #include "model/model_config.h"
 
 namespace lumen {
@@ -55,23 +57,47 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     p.memory_is_available_ram = true;
   }
 
+  // Per layer attention spans: the model's own (sliding_window keys), or a window on every layer
+  // to evaluate (--window).
+  auto windows_for = [&](int64_t window) {
+    return window > 0 ? std::vector<int32_t>(static_cast<size_t>(c.n_layer), static_cast<int32_t>(window)) : c.layer_window;
+  };
   auto row = [&](std::string label, GgmlType k, GgmlType v, int64_t ctx, int64_t window) {
     PlanRow r;
     r.label = std::move(label);
     r.k_type = k;
     r.v_type = v;
     r.n_ctx = ctx;
-    r.window = window;
+    KvLayout layout;
+    layout.n_layer = c.n_layer;
+    layout.kv_dim_k = c.kv_dim_k();
+    layout.kv_dim_v = c.kv_dim_v();
+    layout.k_type = k;
+    layout.v_type = v;
+    layout.block_size = q.block_size;
+    layout.layer_window = windows_for(window);
+    for (const int32_t w : layout.layer_window) {
+      r.window = std::max<int64_t>(r.window, w);
+      r.windowed_layers += w > 0;
+    }
     r.kv_bytes_per_token = kv_bytes_per_token(c.n_layer, c.n_head_kv, c.head_dim_k, c.head_dim_v, k, v);
-    // A window keeps only the blocks its last W positions touch (W / block size + 1, and one
-    // more while the newest block fills).
-    const int64_t held = window > 0 ? std::min(ctx, window + 2 * static_cast<int64_t>(q.block_size)) : ctx;
-    const int64_t blocks = (held + q.block_size - 1) / q.block_size;
-    r.kv_bytes_per_sequence = r.kv_bytes_per_token * static_cast<double>(blocks * q.block_size);
+    // What the pool holds for one sequence at this depth while it decodes: every block of a
+    // global layer group, the window's blocks (W / block size + 1) of a windowed one, blocks
+    // being whole groups of layers (kv_groups.h).
+    const KvGroups groups = layout.groups();
+    std::vector<int32_t> group_windows;
+    for (const KvGroup& g : groups.groups) group_windows.push_back(g.window);
+    r.kv_blocks_per_sequence = max_blocks_held(group_windows, q.block_size, ctx, 1);
+    r.kv_bytes_per_sequence = static_cast<double>(r.kv_blocks_per_sequence) * static_cast<double>(layout.block_bytes());
     const double room = static_cast<double>(p.memory_bytes) - p.weights_bytes;
     r.sequences_fit = room > 0 && r.kv_bytes_per_sequence > 0 ? static_cast<int64_t>(std::floor(room / r.kv_bytes_per_sequence)) : 0;
-    // Read at full depth: every position of the context (at most the window) once per step.
-    const double kv_read = r.kv_bytes_per_token * static_cast<double>(window > 0 ? std::min(ctx, window) : ctx);
+    // Read at full depth: every position of the context (at most its window) of every layer once per step.
+    const double row_bytes = static_cast<double>(layout.row_bytes_k() + layout.row_bytes_v());
+    double kv_read = 0;
+    for (int64_t il = 0; il < c.n_layer; il++) {
+      const int64_t w = layout.layer_window.empty() ? 0 : layout.layer_window[il];
+      kv_read += row_bytes * static_cast<double>(w > 0 ? std::min(ctx, w) : ctx);
+    }
     r.decode_bytes_batch1 = p.weights_read_per_step + kv_read;
     r.decode_bytes_parallel = p.weights_read_per_step + kv_read * static_cast<double>(q.parallel);  // weights once per step
     if (q.bandwidth_gb_s > 0) {
@@ -91,7 +117,7 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     if (k != q.k_type || v != q.v_type) p.alternatives.push_back(row(types(k, v), k, v, p.n_ctx, q.window));
   p.alternatives.push_back(row(fmt::format("half the context ({} tokens)", p.n_ctx / 2), q.k_type, q.v_type, std::max<int64_t>(1, p.n_ctx / 2), q.window));
   p.alternatives.push_back(row(fmt::format("double the context ({} tokens)", p.n_ctx * 2), q.k_type, q.v_type, p.n_ctx * 2, q.window));
-  if (q.window == 0) {
+  if (q.window == 0 && c.layer_window.empty()) {
     const int64_t w = std::max<int64_t>(q.block_size, p.n_ctx / 4);
     p.alternatives.push_back(row(fmt::format("a sliding window of {} on every layer", w), q.k_type, q.v_type, p.n_ctx, w));
   }

@@ -9,7 +9,11 @@
 //                           exactly: n_layer x (kv_row_bytes(K type, n_head_kv x head_dim_k) + the
 //                           same for V), whose rows of a block format end in a zero-padded block)
 //   KV bytes per sequence = KV bytes per token x the context rounded up to whole KV blocks
-//                           (the pool hands out blocks), at most the window W where one is given
+//                           (the pool hands out blocks); a windowed layer counted at its window W
+//                           (W / block size + 1 blocks): the model's own windows
+//                           (sliding_window keys), or --window on every layer. Exactly: the
+//                           blocks the pool holds for the sequence while it decodes x the bytes
+//                           of a block (kv_groups.h: whole groups of layers)
 //   decode bytes per step = weights read per step (every matrix; one row of an untied embedding
 //                           table per token) + every sequence's K/V at that depth
 #pragma once
@@ -31,15 +35,17 @@ struct PlanRequest {
   GgmlType k_type = GgmlType::F16, v_type = GgmlType::F16;
   int32_t block_size = 16;
   int64_t memory_bytes = 0;   // the budget (weights + KV); 0: MemAvailable
-  int64_t window = 0;         // a sliding window to evaluate (0: none)
+  int64_t window = 0;         // a sliding window to evaluate on every layer (0: the model's own, if any)
   double bandwidth_gb_s = 0;  // measured DRAM bandwidth (0: unknown: no speed estimates)
 };
 
 struct PlanRow {
   std::string label;                // "K f16 / V f16, 2048 tokens", ...
   GgmlType k_type, v_type;
-  int64_t n_ctx = 0, window = 0;
+  int64_t n_ctx = 0, window = 0;  // window: the longest of the layers' (0: every layer global)
+  int64_t windowed_layers = 0;
   double kv_bytes_per_token = 0;
+  int64_t kv_blocks_per_sequence = 0;
   double kv_bytes_per_sequence = 0;
   int64_t sequences_fit = 0;        // beside the weights, in the budget
   double decode_bytes_batch1 = 0;   // per step, one sequence at full depth

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "diagnostics/memory_plan.h"
 #include "engine/engine_core.h"
@@ -106,6 +107,64 @@ TEST(MemoryPlan, EqualsTheEnginesRealUsage) {
   EXPECT_EQ(s.blocks_used_peak, 7);
   const KvLayout layout = model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
   EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, static_cast<double>(s.blocks_used_peak) * static_cast<double>(layout.block_bytes()));
+}
+
+// A TinyLlama-shape file (2048 wide, 32 query and 4 KV heads of 64; two of its 22 layers, so
+// the test stays small): the plan's figures against the formula, for every KV type, and
+// against the pool's real usage.
+TEST(MemoryPlan, TinyLlamaShapeMatchesTheFormulaAndThePool) {
+  std::string why;
+  const std::string path = test::synth_model(
+      "tinyllama-2l-q8_0.gguf",
+      "--preset tinyllama-1.1b --layers 2 --type q8_0 --vocab-from " + test::shared_path("vocab/ggml-vocab-llama-spm.gguf") +
+          " --seed 0",
+      "c545366c1be71fc91c3c76b3ebc510c95b46634e4b28657ef5aaa61f4dae95fc", &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<GgufFile> f = GgufFile::open(path);
+  ModelOptions opt;
+  opt.n_threads = 2;
+  const auto model = Model::load(f, opt);
+  const auto tok = Tokenizer::from_gguf(*f);
+  const ModelConfig& c = model->config();
+  ASSERT_EQ(c.n_head_kv * c.head_dim_k, 256);
+  for (const auto& [k, v, per_elem] : {std::tuple{GgmlType::F16, GgmlType::F16, 2.0},
+                                       std::tuple{GgmlType::Q8_0, GgmlType::Q8_0, 34.0 / 32},
+                                       std::tuple{GgmlType::Q8_0, GgmlType::Q4_0, (34.0 + 18.0) / 64},
+                                       std::tuple{GgmlType::Q4_0, GgmlType::Q4_0, 18.0 / 32}}) {
+    SCOPED_TRACE(testing::Message() << type_name(k) << "/" << type_name(v));
+    PlanRequest q;
+    q.n_ctx = 40;
+    q.parallel = 2;
+    q.k_type = k;
+    q.v_type = v;
+    q.memory_bytes = int64_t{4} << 30;
+    const MemoryPlan p = make_memory_plan(*f, q);
+    // 2 x n_layer x n_head_kv x head_dim x bytes per element.
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, 2.0 * 2 * 4 * 64 * per_elem);
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, 3 * 16 * p.chosen.kv_bytes_per_token);  // ceil(40 / 16) blocks
+    EngineConfig ec;
+    ec.n_ctx = 40;
+    ec.max_running = 2;
+    ec.kv_type_k = k;
+    ec.kv_type_v = v;
+    EngineCore engine(*model, *tok, ec);
+    GenerationParams gp;
+    gp.sampling.temperature = 0;
+    gp.sampling.max_tokens = 40 - 5;
+    gp.ignore_eos = true;
+    auto a = engine.submit({1, 2, 3, 4, 5}, gp);
+    auto b = engine.submit({1, 7, 8, 9, 10}, gp);
+    while (a->next()) {
+    }
+    while (b->next()) {
+    }
+    engine.wait_idle();
+    const EngineStats s = engine.stats();
+    EXPECT_EQ(s.blocks_used_peak, 2 * 3);  // two sequences of 40 tokens
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence * 2, static_cast<double>(s.blocks_used_peak * s.kv_bytes_per_block));
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, static_cast<double>(s.kv_bytes_per_token));
+    EXPECT_EQ(engine.leak_report(), "");
+  }
 }
 
 }  // namespace

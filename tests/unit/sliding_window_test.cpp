@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "diagnostics/memory_plan.h"
 #include "engine/engine_core.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
@@ -229,6 +230,46 @@ TEST_F(SlidingWindow, ALongGenerationKeepsTheWindowedLayersBounded) {
     EXPECT_LE(e.stats().blocks_used_peak, bound);
     if (global == 0) {
       EXPECT_LE(e.stats().blocks_used_peak, 256 / 16 + 2);
+    }
+    EXPECT_EQ(e.leak_report(), "");
+  }
+}
+
+// lumen plan counts a windowed layer at its window: its KV bytes per sequence are what the
+// engine's pool really holds for a sequence of that length (every layer windowed, and every
+// other layer, with the padding of the uneven group).
+TEST_F(SlidingWindow, PlanEqualsThePoolsRealUsage) {
+  for (const std::optional<int64_t> pattern : {std::optional<int64_t>{}, std::optional<int64_t>{2}}) {
+    SCOPED_TRACE(pattern ? "every other layer" : "every layer");
+    const auto m = windowed(64, pattern);
+    PlanRequest q;
+    q.n_ctx = 600;
+    q.parallel = 1;
+    q.memory_bytes = int64_t{1} << 30;
+    const MemoryPlan p = make_memory_plan(*m->file, q);
+    EXPECT_EQ(p.chosen.window, 64);
+    EXPECT_EQ(p.chosen.windowed_layers, pattern ? (m->model->config().n_layer + 1) / 2 : m->model->config().n_layer);
+    EngineConfig c;
+    c.n_ctx = 600;
+    c.max_running = 1;
+    EngineCore e(*m->model, *m->tok, c);
+    EXPECT_EQ(drain_tokens(*e.submit({1, 2, 3, 4, 5}, greedy(595))).size(), 595u);
+    e.wait_idle();
+    const KvLayout layout = m->model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
+    EXPECT_EQ(p.chosen.kv_blocks_per_sequence, e.stats().blocks_used_peak);
+    EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence,
+                     static_cast<double>(e.stats().blocks_used_peak) * static_cast<double>(layout.block_bytes()));
+    // Against the plain formula: a windowed layer holds W / B + 1 blocks of its rows.
+    const ModelConfig& cfg = m->model->config();
+    const double row = static_cast<double>(layout.row_bytes_k() + layout.row_bytes_v());
+    double want = 0;
+    for (int64_t il = 0; il < cfg.n_layer; il++) want += row * 16 * (cfg.window(il) > 0 ? 64 / 16 + 1 : (600 + 15) / 16);
+    const KvGroups groups = layout.groups();
+    const int64_t padded_layers = groups.n_groups() * groups.layers_per_group - cfg.n_layer;
+    if (padded_layers == 0) {
+      EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_sequence, want);
+    } else {
+      EXPECT_GT(p.chosen.kv_bytes_per_sequence, want);  // the short group's empty layer slots
     }
     EXPECT_EQ(e.leak_report(), "");
   }

@@ -38,19 +38,14 @@ std::string human(double b) {
   return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
 }
 
-GgmlType kv_type_of(const std::string& s, const char* flag) {
-  for (const auto& [name, t] : {std::pair{"f32", GgmlType::F32}, {"f16", GgmlType::F16}, {"bf16", GgmlType::BF16},
-                                {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0}})
-    if (s == name) return t;
-  fail("{} '{}': expected f32, f16, bf16, q8_0 or q4_0", flag, s);
-}
-
 nlohmann::json row_json(const PlanRow& r) {
   return {{"label", r.label},
           {"kv_type_k", std::string(type_name(r.k_type))},
           {"kv_type_v", std::string(type_name(r.v_type))},
           {"n_ctx", r.n_ctx},
           {"window", r.window},
+          {"windowed_layers", r.windowed_layers},
+          {"kv_blocks_per_sequence", r.kv_blocks_per_sequence},
           {"kv_bytes_per_token", r.kv_bytes_per_token},
           {"kv_bytes_per_sequence", r.kv_bytes_per_sequence},
           {"sequences_fit", r.sequences_fit},
@@ -64,8 +59,8 @@ void run(const PlanArgs& a) {
   PlanRequest q;
   q.n_ctx = a.n_ctx;
   q.parallel = a.parallel;
-  q.k_type = kv_type_of(a.k_type, "--kv-type-k");
-  q.v_type = kv_type_of(a.v_type, "--kv-type-v");
+  q.k_type = parse_kv_type(a.k_type, "--kv-type-k");
+  q.v_type = parse_kv_type(a.v_type, "--kv-type-v");
   q.block_size = a.block_size;
   q.memory_bytes = a.memory.empty() ? 0 : parse_memory_size(a.memory);
   q.window = a.window;
@@ -106,6 +101,9 @@ void run(const PlanArgs& a) {
   const PlanRow& c = p.chosen;
   fmt::print("model:        {} ({}, {} layers, {} KV heads of {}/{})\n", a.model, p.arch, p.n_layer, p.n_head_kv, p.head_dim_k, p.head_dim_v);
   fmt::print("weights:      {} (a decode step reads {})\n", human(p.weights_bytes), human(p.weights_read_per_step));
+  if (c.windowed_layers > 0)
+    fmt::print("windows:      {} of {} layers attend to the last {} positions (their KV counted at the window)\n",
+               c.windowed_layers, p.n_layer, c.window);
   fmt::print("KV cache:     {}: {} per token, {} per sequence of {} tokens (blocks of {})\n", c.label.substr(0, c.label.find(',')),
              human(c.kv_bytes_per_token), human(c.kv_bytes_per_sequence), p.n_ctx, p.block_size);
   fmt::print("memory:       {} {}: beside the weights, {} sequences of {} tokens fit; --parallel {} {}\n", human(static_cast<double>(p.memory_bytes)),

@@ -24,6 +24,7 @@ void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type)
   ThreadPool pool(static_cast<int>(state.range(4)));
   KvLayout layout;
   layout.n_layer = kLayers;
+  layout.n_head_kv = n_head_kv;
   layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
   layout.k_type = k_type;
   layout.v_type = v_type;

@@ -21,7 +21,7 @@ namespace lumen {
 // whole blocks), so the plan's bytes are the pool's.
 double kv_bytes_per_token(int64_t n_layer, int64_t n_head_kv, int64_t head_dim_k, int64_t head_dim_v, GgmlType k, GgmlType v) {
   return static_cast<double>(n_layer) *
-         static_cast<double>(kv_row_bytes(k, n_head_kv * head_dim_k) + kv_row_bytes(v, n_head_kv * head_dim_v));
+         static_cast<double>(n_head_kv) * static_cast<double>(kv_row_bytes(k, head_dim_k) + kv_row_bytes(v, head_dim_v));
 }
 
 MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
@@ -70,6 +70,7 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     r.n_ctx = ctx;
     KvLayout layout;
     layout.n_layer = c.n_layer;
+    layout.n_head_kv = c.n_head_kv;
     layout.kv_dim_k = c.kv_dim_k();
     layout.kv_dim_v = c.kv_dim_v();
     layout.k_type = k;

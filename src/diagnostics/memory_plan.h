@@ -6,8 +6,8 @@
 //   KV bytes per token    = n_layer x n_head_kv x (head_dim_k x bytes(K type) + head_dim_v x bytes(V type))
 //                           (2 x n_layer x n_head_kv x head_dim x bytes per element when K and V agree;
 //                           a block format's bytes per element is its block bytes / block elements;
-//                           exactly: n_layer x (kv_row_bytes(K type, n_head_kv x head_dim_k) + the
-//                           same for V), whose rows of a block format end in a zero-padded block)
+//                           exactly: n_layer x n_head_kv x (kv_row_bytes(K type, head_dim_k) + the
+//                           same for V): each head's slice of a block format ends in a zero-padded block)
 //   KV bytes per sequence = KV bytes per token x the context rounded up to whole KV blocks
 //                           (the pool hands out blocks); a windowed layer counted at its window W
 //                           (W / block size + 1 blocks): the model's own windows

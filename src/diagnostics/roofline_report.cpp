@@ -63,7 +63,8 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
   m.head_dim_v = c.head_dim_v;
   // The bytes KvStorage keeps per position (block types padded to whole blocks), averaged over
   // the K and V elements.
-  const double kv_row = static_cast<double>(kv_row_bytes(k_type, c.kv_dim_k()) + kv_row_bytes(v_type, c.kv_dim_v()));
+  const double kv_row = static_cast<double>(c.n_head_kv) *
+                        static_cast<double>(kv_row_bytes(k_type, c.head_dim_k) + kv_row_bytes(v_type, c.head_dim_v));
   m.kv_elem_bytes = kv_row / static_cast<double>(c.kv_dim_k() + c.kv_dim_v());
   m.tied_output = f.find_tensor("output.weight") == nullptr;
   m.weight_bytes_per_token = static_cast<double>(model_weight_bytes);

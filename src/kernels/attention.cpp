@@ -112,9 +112,9 @@ void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const 
       const float* q = qs.q + qs.rows[qi] * qs.ldq + h * dk;
       for (int64_t j0 = begin; j0 < n_kv; j0 += kAttentionKeyBlock) {
         const int64_t nb = std::min(kAttentionKeyBlock, n_kv - j0);
-        kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
+        kv.fetch(kv.ctx, j0, nb, hk, k_rows, v_rows);
         for (int64_t j = 0; j < nb; j++) {
-          kv_row_to_float(p.k_type, k_rows[j], hk * dk, dk, kf);
+          kv_row_to_float(p.k_type, k_rows[j], 0, dk, kf);
           float s = 0.0f;
           for (int64_t i = 0; i < dk; i++) s += q[i] * kf[i];
           scores[j0 - begin + j] = s * p.scale;
@@ -124,9 +124,9 @@ void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const 
       std::fill(tmp, tmp + dv, 0.0f);
       for (int64_t j0 = begin; j0 < n_kv; j0 += kAttentionKeyBlock) {
         const int64_t nb = std::min(kAttentionKeyBlock, n_kv - j0);
-        kv.fetch(kv.ctx, j0, nb, k_rows, v_rows);
+        kv.fetch(kv.ctx, j0, nb, hk, k_rows, v_rows);
         for (int64_t j = 0; j < nb; j++) {
-          kv_row_to_float(p.v_type, v_rows[j], hk * dv, dv, vf);
+          kv_row_to_float(p.v_type, v_rows[j], 0, dv, vf);
           const float pj = scores[j0 - begin + j];
           for (int64_t i = 0; i < dv; i++) tmp[i] += pj * vf[i];
         }

@@ -26,8 +26,8 @@ struct AttentionParams {
   int64_t head_dim_k = 0;  // of queries and keys
   int64_t head_dim_v = 0;  // of values and outputs
   float scale = 1.0f;      // applied to q.k before the softmax
-  // Element types of the K and V rows, each one of F32, F16, BF16, Q8_0, Q4_0 (a row of a block
-  // type is ceil(kv_dim / 32) blocks, the last one zero-padded).
+  // Element types of the K and V head slices, each one of F32, F16, BF16, Q8_0, Q4_0 (a slice
+  // of a block type is ceil(head_dim / 32) blocks, the last one zero-padded).
   GgmlType k_type = GgmlType::F32;
   GgmlType v_type = GgmlType::F32;
   // 0: the token at position p attends to [0, p]; W > 0: a sliding window, [max(0, p-W+1), p]
@@ -43,16 +43,18 @@ bool kv_type_supported(GgmlType type);
 // The range may start and end inside a 32-element block. Error for an unsupported type.
 void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n, float* out);
 
-// Where the K and V rows of one (layer, sequence) live. Kernels ask for the rows of positions
-// [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time; a row holds n_head_kv heads
-// (K: head_dim_k elements each, V: head_dim_v). Any storage that can answer per position fits
-// (kv/kv_storage.h: a paged cache walked through a block table).
+// Where the K and V of one (layer, sequence) live. Kernels ask for KV head hk's slices of
+// positions [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time: per position a
+// pointer to that head's K (head_dim_k elements) and V (head_dim_v) of the element types, each
+// slice a stored row of its own (a block type's slice starts a block). Any storage that can
+// answer per (position, head) fits (kv/kv_storage.h: a paged cache through a block table, head
+// slices of a block contiguous per head).
 // The contract with a windowed cache: a kernel never asks for a position below the smallest
 // kv_begin of its tile's queries. A paged cache frees the blocks that fall out of the window, so
 // their block-table entries are invalid and must not be read. Keys a kernel did not fetch, or
 // that lie below a query's own kv_begin, are masked (score -inf, probability 0).
 struct KvRows {
-  void (*fetch)(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows);
+  void (*fetch)(const void* ctx, int64_t pos0, int64_t n, int64_t hk, const uint8_t** k_rows, const uint8_t** v_rows);
   const void* ctx;
 };
 

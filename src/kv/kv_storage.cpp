@@ -12,8 +12,10 @@ namespace lumen {
 
 namespace {
 
-// Rows of positions [pos0, pos0 + n) of one sequence, walked block by block.
-void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
+// Head hk's slices of positions [pos0, pos0 + n) of one sequence, walked block by block (within
+// a block, a head's slices are contiguous).
+void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, const uint8_t** k_rows,
+                      const uint8_t** v_rows) {
   const auto& s = *static_cast<const PagedKvSource*>(ctx);
   const int64_t bs = s.block_size;
   int64_t i = 0;
@@ -23,12 +25,12 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, const uint8_t** 
     const int64_t run = std::min<int64_t>(bs - off, n - i);
     // Blocks a windowed group has released are never asked for (attention.h: KvRows).
     LUMEN_ASSERT(bi < s.n_blocks && s.table[bi] != kNullBlock);
-    const size_t slot = static_cast<size_t>(s.table[bi]) * bs + off;
-    const uint8_t* k = s.k + slot * s.row_k;
-    const uint8_t* v = s.v + slot * s.row_v;
+    const size_t block = static_cast<size_t>(s.table[bi]) * static_cast<size_t>(bs);
+    const uint8_t* k = s.k + block * s.row_k + static_cast<size_t>(hk * bs + off) * s.head_k;
+    const uint8_t* v = s.v + block * s.row_v + static_cast<size_t>(hk * bs + off) * s.head_v;
     for (int64_t j = 0; j < run; j++) {
-      k_rows[i + j] = k + j * s.row_k;
-      v_rows[i + j] = v + j * s.row_v;
+      k_rows[i + j] = k + j * s.head_k;
+      v_rows[i + j] = v + j * s.head_v;
     }
     i += run;
   }
@@ -64,7 +66,10 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
     if (!kv_type_supported(t)) fail("KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(t));
   if (n_blocks < 1) fail("the KV cache needs at least one block, got {}", n_blocks);
   if (layout.block_size < 1) fail("the KV block size must be at least 1, got {}", layout.block_size);
-  if (layout.n_layer < 1 || layout.kv_dim_k < 1 || layout.kv_dim_v < 1) fail("KV cache layout without layers or heads");
+  if (layout.n_layer < 1 || layout.n_head_kv < 1 || layout.kv_dim_k < 1 || layout.kv_dim_v < 1)
+    fail("KV cache layout without layers or heads");
+  if (layout.kv_dim_k % layout.n_head_kv != 0 || layout.kv_dim_v % layout.n_head_kv != 0)
+    fail("KV rows of {}/{} elements do not split into {} heads", layout.kv_dim_k, layout.kv_dim_v, layout.n_head_kv);
   const size_t slots = static_cast<size_t>(n_blocks) * layout.block_size;
   // Each layer's K and V arenas start on a 64-byte boundary.
   auto round64 = [](size_t b) { return (b + 63) / 64 * 64; };
@@ -83,18 +88,24 @@ KvStorage::~KvStorage() {
 
 void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
-  store_row(layout_.k_type, k, layout_.kv_dim_k, k_layer(layer) + slot * layout_.row_bytes_k());
-  store_row(layout_.v_type, v, layout_.kv_dim_v, v_layer(layer) + slot * layout_.row_bytes_v());
+  const int64_t dk = layout_.kv_dim_k / layout_.n_head_kv, dv = layout_.kv_dim_v / layout_.n_head_kv;
+  for (int64_t h = 0; h < layout_.n_head_kv; h++) {
+    store_row(layout_.k_type, k + h * dk, dk, const_cast<uint8_t*>(k_head(layer, slot, h)));
+    store_row(layout_.v_type, v + h * dv, dv, const_cast<uint8_t*>(v_head(layer, slot, h)));
+  }
 }
 
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
   LUMEN_ASSERT(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_ && n_rows >= 0 && n_rows <= layout_.block_size);
   const size_t bs = static_cast<size_t>(layout_.block_size);
   const size_t rk = layout_.row_bytes_k(), rv = layout_.row_bytes_v();
-  for (int64_t l = 0; l < groups_.layers_per_group; l++) {
-    std::memcpy(k_base(l) + dst * bs * rk, k_base(l) + src * bs * rk, n_rows * rk);
-    std::memcpy(v_base(l) + dst * bs * rv, v_base(l) + src * bs * rv, n_rows * rv);
-  }
+  const size_t hk = layout_.head_bytes_k(), hv = layout_.head_bytes_v();
+  // Each head's first n_rows slices (blocks are head-major).
+  for (int64_t l = 0; l < groups_.layers_per_group; l++)
+    for (size_t h = 0; h < static_cast<size_t>(layout_.n_head_kv); h++) {
+      std::memcpy(k_base(l) + dst * bs * rk + h * bs * hk, k_base(l) + src * bs * rk + h * bs * hk, n_rows * hk);
+      std::memcpy(v_base(l) + dst * bs * rv + h * bs * hv, v_base(l) + src * bs * rv + h * bs * hv, n_rows * hv);
+    }
 }
 
 PagedKvSource KvStorage::source(int64_t layer, std::span<const BlockId> table) const {
@@ -104,6 +115,8 @@ PagedKvSource KvStorage::source(int64_t layer, std::span<const BlockId> table) c
   s.v = v_layer(layer);
   s.row_k = layout_.row_bytes_k();
   s.row_v = layout_.row_bytes_v();
+  s.head_k = layout_.head_bytes_k();
+  s.head_v = layout_.head_bytes_v();
   s.table = table.data();
   s.n_blocks = static_cast<int64_t>(table.size());
   s.block_size = layout_.block_size;

@@ -21,13 +21,15 @@
 
 namespace lumen {
 
-// Bytes of one stored K or V row of n elements. A block type's last block is zero-padded when n
-// is not a multiple of its 32 elements: ceil(n / 32) blocks. `lumen plan` and the roofline
-// report size the cache with this too.
+// Bytes of one stored K or V head slice of n elements. A block type's last block is zero-padded
+// when n is not a multiple of its 32 elements: ceil(n / 32) blocks (each head is quantized on
+// its own: a scale never spans two heads). `lumen plan` and the roofline report size the cache
+// with this too.
 size_t kv_row_bytes(GgmlType type, int64_t n);
 
 struct KvLayout {
   int64_t n_layer = 0;
+  int64_t n_head_kv = 1;
   int64_t kv_dim_k = 0;  // n_head_kv * head_dim_k
   int64_t kv_dim_v = 0;  // n_head_kv * head_dim_v
   GgmlType k_type = GgmlType::F16;
@@ -37,8 +39,11 @@ struct KvLayout {
 
   KvGroups groups() const { return KvGroups::from_windows(n_layer, layer_window); }
 
-  size_t row_bytes_k() const { return kv_row_bytes(k_type, kv_dim_k); }
-  size_t row_bytes_v() const { return kv_row_bytes(v_type, kv_dim_v); }
+  // One head's slice of one position, and all heads of one position.
+  size_t head_bytes_k() const { return kv_row_bytes(k_type, kv_dim_k / n_head_kv); }
+  size_t head_bytes_v() const { return kv_row_bytes(v_type, kv_dim_v / n_head_kv); }
+  size_t row_bytes_k() const { return static_cast<size_t>(n_head_kv) * head_bytes_k(); }
+  size_t row_bytes_v() const { return static_cast<size_t>(n_head_kv) * head_bytes_v(); }
   // K and V bytes of one block: block_size rows of each layer of a group.
   size_t block_bytes() const {
     return static_cast<size_t>(groups().layers_per_group) * block_size * (row_bytes_k() + row_bytes_v());
@@ -49,7 +54,8 @@ struct KvLayout {
 struct PagedKvSource {
   const uint8_t* k = nullptr;  // the layer's K arena
   const uint8_t* v = nullptr;
-  size_t row_k = 0, row_v = 0;
+  size_t head_k = 0, head_v = 0;  // bytes of one head slice
+  size_t row_k = 0, row_v = 0;    // of one position, all heads
   const BlockId* table = nullptr;
   int64_t n_blocks = 0;  // entries in table
   int32_t block_size = 0;
@@ -79,8 +85,13 @@ class KvStorage {
   // A row source over `table` (positions p -> slot table[p / B] * B + p % B) for one layer.
   PagedKvSource source(int64_t layer, std::span<const BlockId> table) const;
 
-  const uint8_t* k_row(int64_t layer, int64_t slot) const { return k_layer(layer) + slot * layout_.row_bytes_k(); }
-  const uint8_t* v_row(int64_t layer, int64_t slot) const { return v_layer(layer) + slot * layout_.row_bytes_v(); }
+  // Head h's stored K or V slice of a slot (a stored row of head_dim elements).
+  const uint8_t* k_head(int64_t layer, int64_t slot, int64_t h) const {
+    return head_slice(k_layer(layer), slot, h, layout_.row_bytes_k(), layout_.head_bytes_k());
+  }
+  const uint8_t* v_head(int64_t layer, int64_t slot, int64_t h) const {
+    return head_slice(v_layer(layer), slot, h, layout_.row_bytes_v(), layout_.head_bytes_v());
+  }
 
  private:
   // Arenas by layer slot within a group (0..layers_per_group-1), and by model layer.
@@ -88,6 +99,13 @@ class KvStorage {
   uint8_t* v_base(int64_t layer_slot) const { return k_base(layer_slot) + k_bytes_; }
   uint8_t* k_layer(int64_t layer) const { return k_base(groups_.layer_slot[layer]); }
   uint8_t* v_layer(int64_t layer) const { return v_base(groups_.layer_slot[layer]); }
+  // A block is head-major: head h's slices of the block's positions are contiguous, so attention,
+  // which reads one head at a time, streams whole cache lines of that head only.
+  uint8_t* head_slice(uint8_t* arena, int64_t slot, int64_t h, size_t row, size_t head) const {
+    const int64_t bs = layout_.block_size;
+    return arena + static_cast<size_t>(slot / bs) * bs * row + static_cast<size_t>(h) * bs * head +
+           static_cast<size_t>(slot % bs) * head;
+  }
 
   KvLayout layout_;
   KvGroups groups_;

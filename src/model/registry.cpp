@@ -36,6 +36,7 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const M
 KvLayout Model::kv_layout(GgmlType k_type, GgmlType v_type, int32_t block_size) const {
   KvLayout l;
   l.n_layer = config_.n_layer;
+  l.n_head_kv = config_.n_head_kv;
   l.kv_dim_k = config_.kv_dim_k();
   l.kv_dim_v = config_.kv_dim_v();
   l.k_type = k_type;

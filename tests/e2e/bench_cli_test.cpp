@@ -140,8 +140,9 @@ TEST_F(BenchCli, KvTypeOption) {
   EXPECT_EQ(j["kv_type"], "Q8_0/Q4_0");
   EXPECT_EQ(j["kv_type_k"], "Q8_0");
   EXPECT_EQ(j["kv_type_v"], "Q4_0");
-  // stories260K: 5 layers x 32-element rows: one 34-byte K block and one 18-byte V block each.
-  EXPECT_DOUBLE_EQ(j["decode_kv_bytes_per_token"].get<double>(), 5 * (34 + 18) * j["decode_mean_ctx"].get<double>());
+  // stories260K: 5 layers x 4 KV heads of 8: each head's slice is one (padded) 34-byte K block
+  // and one 18-byte V block.
+  EXPECT_DOUBLE_EQ(j["decode_kv_bytes_per_token"].get<double>(), 5 * 4 * (34 + 18) * j["decode_mean_ctx"].get<double>());
   r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type bf16 --kv-type-v q8_0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = json::parse(r.out);

@@ -74,6 +74,7 @@ AttnCase make_setup(int64_t n_head, int64_t n_head_kv, int64_t dk, int64_t dv, K
   for (int64_t l : lengths) n_ctx = std::max(n_ctx, l);
   KvLayout layout;
   layout.n_layer = 1;
+  layout.n_head_kv = n_head_kv;
   layout.kv_dim_k = n_head_kv * dk;
   layout.kv_dim_v = n_head_kv * dv;
   layout.k_type = types.k;
@@ -282,14 +283,14 @@ struct GuardedRows {
   int64_t first_valid = 0;
   const uint8_t* poison = nullptr;
   std::atomic<int>* violations = nullptr;
-  static void fetch(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
+  static void fetch(const void* ctx, int64_t pos0, int64_t n, int64_t hk, const uint8_t** k_rows, const uint8_t** v_rows) {
     const auto& g = *static_cast<const GuardedRows*>(ctx);
     if (pos0 < g.first_valid) {
       g.violations->fetch_add(1);
       for (int64_t i = 0; i < n; i++) k_rows[i] = v_rows[i] = g.poison;
       return;
     }
-    g.inner.rows().fetch(&g.inner, pos0, n, k_rows, v_rows);
+    g.inner.rows().fetch(&g.inner, pos0, n, hk, k_rows, v_rows);
   }
 };
 
@@ -394,16 +395,17 @@ TEST(Attention, TileFetchesFromItsSmallestWindowStart) {
   EXPECT_EQ(violations.load(), 0);
 }
 
-// A row source that is not one contiguous array: each position's rows in their own heap
-// allocation of exactly the stored row's bytes (so a read past a row is an ASan error), handed
-// out in reverse memory order (a stand-in for a paged cache).
+// A row source that is not one contiguous array: each (position, head) slice in its own heap
+// allocation of exactly the stored slice's bytes (so a read past a slice is an ASan error),
+// handed out in reverse memory order (a stand-in for a paged cache).
 struct ScatteredRows {
-  std::vector<std::vector<uint8_t>> k, v;
-  static void fetch(const void* ctx, int64_t pos0, int64_t n, const uint8_t** k_rows, const uint8_t** v_rows) {
+  int64_t n_head_kv = 1;
+  std::vector<std::vector<uint8_t>> k, v;  // position p, head h: [p * n_head_kv + h]
+  static void fetch(const void* ctx, int64_t pos0, int64_t n, int64_t hk, const uint8_t** k_rows, const uint8_t** v_rows) {
     const auto& s = *static_cast<const ScatteredRows*>(ctx);
     for (int64_t i = 0; i < n; i++) {
-      k_rows[i] = s.k[pos0 + i].data();
-      v_rows[i] = s.v[pos0 + i].data();
+      k_rows[i] = s.k[(pos0 + i) * s.n_head_kv + hk].data();
+      v_rows[i] = s.v[(pos0 + i) * s.n_head_kv + hk].data();
     }
   }
 };
@@ -433,8 +435,9 @@ TEST(Attention, TileKernelsWithAnyRowSource) {
       std::mt19937 rng(4);
       std::normal_distribution<float> g(0.0f, 1.0f);
       ScatteredRows rows;
-      for (int64_t i = n_pos - 1; i >= 0; i--) {  // later positions first in memory
-        std::vector<float> k(p.n_head_kv * p.head_dim_k), v(p.n_head_kv * p.head_dim_v);
+      rows.n_head_kv = p.n_head_kv;
+      for (int64_t i = n_pos * p.n_head_kv - 1; i >= 0; i--) {  // later positions first in memory
+        std::vector<float> k(p.head_dim_k), v(p.head_dim_v);
         for (float& x : k) x = g(rng);
         for (float& x : v) x = g(rng);
         rows.k.push_back(stored_row(types.k, k));

@@ -40,43 +40,50 @@ TEST(KvStorage, RowsReadBackAsTheTypesReferenceRoundTrip) {
   std::normal_distribution<float> g(0.0f, 1.5f);
   for (GgmlType kt : kTypes)
     for (GgmlType vt : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_0})
-      for (int64_t dim : {1, 8, 32, 33, 40, 96, 100}) {
-        SCOPED_TRACE(testing::Message() << type_name(kt) << "/" << type_name(vt) << " kv_dim " << dim);
-        KvLayout layout;
-        layout.n_layer = 2;
-        layout.kv_dim_k = dim;
-        layout.kv_dim_v = dim + 5;
-        layout.k_type = kt;
-        layout.v_type = vt;
-        layout.block_size = 4;
-        EXPECT_EQ(layout.row_bytes_k(), kv_row_bytes(kt, dim));
-        KvStorage kv(layout, 3);
-        std::vector<std::vector<float>> ks, vs;
-        for (int64_t slot = 0; slot < kv.n_slots(); slot++) {
-          std::vector<float> k(dim), v(dim + 5);
-          for (float& x : k) x = g(rng);
-          for (float& x : v) x = g(rng);
-          kv.write(1, slot, k.data(), v.data());
-          ks.push_back(k);
-          vs.push_back(v);
-        }
-        for (int64_t slot = 0; slot < kv.n_slots(); slot++) {
-          const std::vector<float> want_k = reference_round_trip(kt, ks[slot]), want_v = reference_round_trip(vt, vs[slot]);
-          std::vector<float> got_k(dim), got_v(dim + 5);
-          kv_row_to_float(kt, kv.k_row(1, slot), 0, dim, got_k.data());
-          kv_row_to_float(vt, kv.v_row(1, slot), 0, dim + 5, got_v.data());
-          for (int64_t i = 0; i < dim; i++) ASSERT_TRUE(same_bits(got_k[i], want_k[i])) << "K slot " << slot << " elem " << i;
-          for (int64_t i = 0; i < dim + 5; i++) ASSERT_TRUE(same_bits(got_v[i], want_v[i])) << "V slot " << slot << " elem " << i;
-          // Any slice [first, first + n), starting and ending inside blocks.
-          for (int64_t first = 0; first < dim; first += 3)
-            for (int64_t n : {int64_t{1}, int64_t{7}, dim - first}) {
-              if (first + n > dim) continue;
-              std::vector<float> part(n);
-              kv_row_to_float(kt, kv.k_row(1, slot), first, n, part.data());
-              for (int64_t i = 0; i < n; i++) ASSERT_TRUE(same_bits(part[i], want_k[first + i])) << first << "+" << i;
+      for (int64_t dim : {1, 8, 32, 33, 40, 96, 100})
+        for (int64_t heads : {1, 3}) {
+          SCOPED_TRACE(testing::Message() << type_name(kt) << "/" << type_name(vt) << " head dim " << dim << " x " << heads);
+          KvLayout layout;
+          layout.n_layer = 2;
+          layout.n_head_kv = heads;
+          layout.kv_dim_k = heads * dim;
+          layout.kv_dim_v = heads * (dim + 5);
+          layout.k_type = kt;
+          layout.v_type = vt;
+          layout.block_size = 4;
+          // Each head is stored (and quantized) on its own.
+          EXPECT_EQ(layout.row_bytes_k(), static_cast<size_t>(heads) * kv_row_bytes(kt, dim));
+          KvStorage kv(layout, 3);
+          std::vector<std::vector<float>> ks, vs;
+          for (int64_t slot = 0; slot < kv.n_slots(); slot++) {
+            std::vector<float> k(heads * dim), v(heads * (dim + 5));
+            for (float& x : k) x = g(rng);
+            for (float& x : v) x = g(rng);
+            kv.write(1, slot, k.data(), v.data());
+            ks.push_back(k);
+            vs.push_back(v);
+          }
+          for (int64_t slot = 0; slot < kv.n_slots(); slot++)
+            for (int64_t h = 0; h < heads; h++) {
+              const std::vector<float> want_k =
+                  reference_round_trip(kt, std::vector<float>(ks[slot].begin() + h * dim, ks[slot].begin() + (h + 1) * dim));
+              const std::vector<float> want_v = reference_round_trip(
+                  vt, std::vector<float>(vs[slot].begin() + h * (dim + 5), vs[slot].begin() + (h + 1) * (dim + 5)));
+              std::vector<float> got_k(dim), got_v(dim + 5);
+              kv_row_to_float(kt, kv.k_head(1, slot, h), 0, dim, got_k.data());
+              kv_row_to_float(vt, kv.v_head(1, slot, h), 0, dim + 5, got_v.data());
+              for (int64_t i = 0; i < dim; i++) ASSERT_TRUE(same_bits(got_k[i], want_k[i])) << "K slot " << slot << " elem " << i;
+              for (int64_t i = 0; i < dim + 5; i++) ASSERT_TRUE(same_bits(got_v[i], want_v[i])) << "V slot " << slot << " elem " << i;
+              // Any slice [first, first + n), starting and ending inside blocks.
+              for (int64_t first = 0; first < dim; first += 3)
+                for (int64_t n : {int64_t{1}, int64_t{7}, dim - first}) {
+                  if (first + n > dim) continue;
+                  std::vector<float> part(n);
+                  kv_row_to_float(kt, kv.k_head(1, slot, h), first, n, part.data());
+                  for (int64_t i = 0; i < n; i++) ASSERT_TRUE(same_bits(part[i], want_k[first + i])) << first << "+" << i;
+                }
             }
         }
-      }
 }
 
 TEST(KvStorage, BlockRowsArePaddedToWholeBlocks) {

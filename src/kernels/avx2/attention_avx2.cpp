@@ -300,11 +300,11 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
   for (int64_t j0 = min_begin / B * B; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
     const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
-    kv.fetch(kv.ctx, j0 + lo, nb - lo, k_rows + lo, v_rows + lo);
+    kv.fetch(kv.ctx, j0 + lo, nb - lo, hk, k_rows + lo, v_rows + lo);
     // This KV head's slice of every fetched row of the block, dequantized to F32 and padded,
     // once for all the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, hk * dk, dk, kbuf);
-    stage_v(p.v_type, v_rows, lo, nb, hk * dv, dv, vbuf);
+    stage_k(p.k_type, k_rows, lo, nb, 0, dk, kbuf);
+    stage_v(p.v_type, v_rows, lo, nb, 0, dv, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);

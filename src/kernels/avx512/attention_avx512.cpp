@@ -374,12 +374,12 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
     for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(o + r * dvp + c, _mm512_setzero_ps());
   }
 
-  // Cached K/V rows are gathered a head slice at a time from rows of all KV heads, a pattern
-  // the hardware prefetchers do not follow: the next block's slices are prefetched while this
-  // block is computed (the loads of the staging were the tile's main stall).
+  // The next block's head slices are prefetched while this block is computed (the loads of the
+  // staging were the tile's main stall; a cache block's slices of one head are contiguous, but
+  // consecutive cache blocks need not be).
   size_t k_off, k_len, v_off, v_len;
-  slice_bytes(p.k_type, hk * dk, dk, &k_off, &k_len);
-  slice_bytes(p.v_type, hk * dv, dv, &v_off, &v_len);
+  slice_bytes(p.k_type, 0, dk, &k_off, &k_len);
+  slice_bytes(p.v_type, 0, dv, &v_off, &v_len);
   auto prefetch_rows = [&](int64_t n) {
     for (int64_t j = 0; j < n; j++) {
       for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + k_off + b), _MM_HINT_T0);
@@ -392,7 +392,7 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   const int64_t j_first = min_begin / B * B;
   if (j_first < max_kv) {
     const int64_t lo = min_begin - j_first;
-    kv.fetch(kv.ctx, min_begin, min64(B, max_kv - j_first) - lo, k_next + lo, v_next + lo);
+    kv.fetch(kv.ctx, min_begin, min64(B, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
   }
   for (int64_t j0 = j_first; j0 < max_kv; j0 += B) {
     const int64_t nb = min64(B, max_kv - j0);
@@ -400,13 +400,13 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
     for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
     if (j0 + B < max_kv) {
       const int64_t nn = min64(B, max_kv - j0 - B);
-      kv.fetch(kv.ctx, j0 + B, nn, k_next, v_next);
+      kv.fetch(kv.ctx, j0 + B, nn, hk, k_next, v_next);
       prefetch_rows(nn);
     }
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
     // the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, hk * dk, dk, kt, kline);
-    stage_v(p.v_type, v_rows, lo, nb, hk * dv, dv, dvp, vbuf);
+    stage_k(p.k_type, k_rows, lo, nb, 0, dk, kt, kline);
+    stage_v(p.v_type, v_rows, lo, nb, 0, dv, dvp, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);

@@ -93,7 +93,7 @@ TEST(InspectCli, Stories260KFigures) {
   json& kv = j["kv_cache"];
   EXPECT_EQ(kv["elements_per_token"], 2 * 5 * 4 * 8);
   EXPECT_EQ(kv["f16_bytes_per_token"], 640.0);  // K and V, 5 layers, 4 KV heads of 8, 2 bytes
-  EXPECT_EQ(kv["q8_bytes_per_token"], 340.0);   // 320 elements in Q8_0 blocks of 34 bytes per 32
+  EXPECT_EQ(kv["q8_bytes_per_token"], 1360.0);  // 2 x 5 x 4 head slices of 8, each a (padded) 34-byte block
   EXPECT_EQ(kv["context_length"], 2048);
   EXPECT_EQ(kv["f16_bytes_full_context"], 640.0 * 2048);
   EXPECT_FALSE(j.contains("metadata"));

@@ -22,6 +22,7 @@ struct Figures {
   uint64_t total_bytes = 0;
   int64_t n_params = 0;
   int64_t kv_elems_per_token = 0;  // 2 * n_layer * n_head_kv * head_dim
+  double kv_q8_bytes_per_token = 0;  // Q8_0 K and V: each head's slice in whole 34-byte blocks
 };
 
 Figures gather(const GgufFile& f) {
@@ -65,8 +66,11 @@ Figures gather(const GgufFile& f) {
     if (n_layer >= 0 && n_head_kv >= 0 && head_dim_k >= 0 && head_dim_v >= 0 &&
         !__builtin_add_overflow(head_dim_k, head_dim_v, &per_layer) &&
         !__builtin_mul_overflow(per_layer, n_head_kv, &per_layer) &&
-        !__builtin_mul_overflow(per_layer, n_layer, &total))
+        !__builtin_mul_overflow(per_layer, n_layer, &total)) {
       x.kv_elems_per_token = total;
+      x.kv_q8_bytes_per_token = static_cast<double>(n_layer) * static_cast<double>(n_head_kv) * 34.0 *
+                                static_cast<double>((head_dim_k + 31) / 32 + (head_dim_v + 31) / 32);
+    }
   }
   return x;
 }
@@ -91,9 +95,10 @@ void register_inspect(CLI::App& app) {
     auto f = GgufFile::open(path);
     Figures x = gather(*f);
     const int64_t ctx = x.hparams.count("context_length") ? x.hparams.at("context_length") : 0;
-    // 8-bit KV: one byte per element plus one f16 scale per 32 elements (Q8_0 blocks).
+    // 8-bit KV: one byte per element plus one f16 scale per 32 elements of a head (Q8_0 blocks,
+    // as the engine stores them: kv/kv_storage.h).
     const double f16_per_token = x.kv_elems_per_token * 2.0;
-    const double q8_per_token = x.kv_elems_per_token * (34.0 / 32.0);
+    const double q8_per_token = x.kv_q8_bytes_per_token;
     if (json) {
       nlohmann::json j;
       j["file"] = path;

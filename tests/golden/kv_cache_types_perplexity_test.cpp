@@ -1,7 +1,9 @@
 // Perplexity with quantized KV caches (llama-perplexity's text and settings from
-// ../shared/reference/stories260K.json): an 8-bit K and V cost at most 0.5% against F16. On
-// stories260K a head is 8 elements, so four heads share one Q8_0 block's scale and the kernels
-// take their path for slices inside a block. Runs under every forced ISA with the golden suite.
+// ../shared/reference/stories260K.json): an 8-bit K and V cost at most 0.5% against F16 over the
+// reference's chunks (all of them, sanitized builds too: over the first 4 alone the figure is
+// +1.1%, noise of a tiny model). On stories260K a head is 8 elements, so each head's slice pads
+// one Q8_0 block and the kernels take their path for slices shorter than a block. Runs under
+// every forced ISA with the golden suite.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,8 +25,7 @@ TEST(KvCacheTypesPerplexity, Q8_0StaysWithinHalfAPercentOfF16) {
   const nlohmann::json& e = ref["perplexity"][0];
   const auto tokens = e["tokens"].get<std::vector<int32_t>>();
   const int64_t n_ctx = e["n_ctx"];
-  int64_t n_chunks = e["n_chunks"];
-  if (test::sanitized_build()) n_chunks = std::min<int64_t>(n_chunks, 4);
+  const int64_t n_chunks = e["n_chunks"];
   ModelOptions opt;
   opt.n_threads = 2;
   opt.n_batch = n_ctx;

@@ -14,6 +14,8 @@
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/detokenizer.h"
+#include "engine/spec/ngram_proposer.h"
+#include "engine/spec/rejection_sampler.h"
 #include "engine/stop_checker.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,6 +59,7 @@ struct EngineCore::Sequence {
   bool forked = false;   // n > 1: the other completions have been made
   double submitted_at = 0, first_scheduled_at = -1, last_token_at = -1;
   RequestTimings timings;
+  int32_t spec_k = 0;  // drafts to propose next (adapts within [1, spec_tokens])
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
       : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
@@ -83,6 +86,13 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.max_running < 1) fail("--parallel must be at least 1, got {}", c.max_running);
   if (c.block_size < 1 || c.block_size > 1024) fail("--kv-block-size must be in [1, 1024], got {}", c.block_size);
   if (c.max_n < 1) fail("the most completions per request must be at least 1");
+  if (c.spec_tokens < 0 || c.spec_tokens > 16) fail("--spec-tokens must be in [0, 16], got {}", c.spec_tokens);
+  if (c.spec_ngram < 0) fail("--spec-ngram must not be negative, got {}", c.spec_ngram);
+  if ((c.spec_ngram > 0 || c.spec_proposer) && c.spec_tokens > 0) {
+    if (c.spec_tokens >= c.max_batch_tokens)
+      fail("--spec-tokens {} leaves no room in a step of --max-batch-tokens {}", c.spec_tokens, c.max_batch_tokens);
+    proposer_ = c.spec_proposer ? c.spec_proposer : std::make_shared<NgramProposer>(c.spec_ngram);
+  }
   const KvLayout layout = model.kv_layout(c.kv_type_k, c.kv_type_v, c.block_size);
   const int64_t block_bytes = static_cast<int64_t>(layout.block_bytes());
   if (c.kv_memory < 0) fail("--kv-memory must not be negative");
@@ -311,14 +321,17 @@ void EngineCore::step() {
   for (const ScheduledRequest& s : out.scheduled) {
     Request& r = *s.request;
     const int32_t seq_index = static_cast<int32_t>(batch_.seqs.size());
-    const int64_t end = r.num_computed_tokens + s.n_new_tokens;
+    // The request's own tokens, then its drafts (logits for each: the verification needs them).
+    const int64_t end = r.num_computed_tokens + s.n_new_tokens - s.n_spec;
     group_tables_.clear();
     for (int32_t g = 0; g < kv_->n_groups(); g++) group_tables_.push_back(kv_->block_table(r.id, g));
-    batch_.add_seq(group_tables_, end);
+    batch_.add_seq(group_tables_, end + s.n_spec);
     const bool wants = end == r.num_tokens();
     for (int64_t p = r.num_computed_tokens; p < end; p++)
       batch_.add(r.tokens[p], static_cast<int32_t>(p), seq_index, wants && p == end - 1);
-    n_out += wants;
+    for (int64_t j = 0; j < s.n_spec; j++)
+      batch_.add(r.spec_token_ids[j], static_cast<int32_t>(end + j), seq_index, true);
+    n_out += wants ? 1 + s.n_spec : 0;
     Sequence& q = *seqs_.at(r.id);
     if (q.first_scheduled_at < 0) q.first_scheduled_at = t_start;
     if (q.pending) {
@@ -363,11 +376,19 @@ void EngineCore::step() {
   for (const ScheduledRequest& s : out.scheduled) {
     Request& r = *s.request;
     if (r.num_computed_tokens != r.num_tokens()) continue;  // a prompt chunk: no token yet
-    const float* logits = &logits_[static_cast<size_t>(row++ * n_vocab_)];
+    const float* logits = &logits_[static_cast<size_t>(row * n_vocab_)];
+    row += 1 + s.n_spec;
     Sequence& q = *seqs_.at(r.id);
     if (q.params.n > 1 && !q.forked)
-      for (Sequence* other : fork(q)) samples_.push_back(Sample{other, logits, {}, {}});
-    samples_.push_back(Sample{&q, logits, {}, {}});
+      for (Sequence* other : fork(q)) {
+        Sample& f = samples_.emplace_back();
+        f.seq = other;
+        f.logits = logits;
+      }
+    Sample& smp = samples_.emplace_back();
+    smp.seq = &q;
+    smp.logits = logits;
+    smp.n_spec = s.n_spec;
   }
   // Sampling is per sequence (its own sampler and RNG), so the sequences sample in parallel;
   // what they emit is applied in order afterwards.
@@ -375,8 +396,33 @@ void EngineCore::step() {
     for (int64_t i = b; i < e; i++) sample_token(samples_[i]);
   });
   for (Sample& smp : samples_) {
-    if (!smp.error.empty()) finish(*smp.seq, FinishReason::Error, StreamEvent{}, smp.error);
-    else apply_token(*smp.seq, std::move(smp.event));
+    Sequence& q = *smp.seq;
+    if (!smp.error.empty()) {
+      finish(q, FinishReason::Error, StreamEvent{}, smp.error);
+      continue;
+    }
+    const RequestId id = q.req.id;
+    const int64_t n_spec = smp.n_spec;
+    const int64_t n_emit = 1 + static_cast<int64_t>(smp.extra.size());
+    bool alive = apply_token(q, std::move(smp.event));
+    for (size_t i = 0; alive && i < smp.extra.size(); i++) alive = apply_token(q, std::move(smp.extra[i]));
+    if (proposer_) {
+      local_stats_.spec.passes++;
+      local_stats_.spec.emitted += n_emit;
+      local_stats_.spec.proposed += n_spec;
+      local_stats_.spec.accepted += smp.n_accepted;
+      if (local_stats_.spec.proposed_at.size() < static_cast<size_t>(config_.spec_tokens)) {
+        local_stats_.spec.proposed_at.resize(static_cast<size_t>(config_.spec_tokens), 0);
+        local_stats_.spec.accepted_at.resize(static_cast<size_t>(config_.spec_tokens), 0);
+      }
+      for (int64_t j = 0; j < n_spec; j++) {
+        local_stats_.spec.proposed_at[j]++;
+        local_stats_.spec.accepted_at[j] += j < smp.n_accepted;
+      }
+    }
+    if (!alive || seqs_.count(id) == 0) continue;  // finished (its blocks are free already)
+    if (n_spec > 0) scheduler_->accept_spec_tokens(&q.req, smp.n_accepted);
+    if (proposer_) propose(q, n_spec, smp.n_accepted, n_emit);
   }
   local_stats_.sample_ms += now_ms() - t_sample;
 }
@@ -413,18 +459,34 @@ void EngineCore::sample_token(Sample& smp) noexcept {
   try {
     Sequence& q = *smp.seq;
     const float* logits = smp.logits;
-    StreamEvent& e = smp.event;
-    e = StreamEvent{};
-    e.index = q.index;
-    e.token = q.sampler.sample(logits, q.req.tokens);
-    if (q.params.logprobs || q.params.top_logprobs > 0) {
-      // log softmax of the raw logits (the model's distribution, before sampling parameters)
-      float mx = logits[0];
-      for (int64_t i = 1; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
-      double sum = 0.0;
-      for (int64_t i = 0; i < n_vocab_; i++) sum += std::exp(static_cast<double>(logits[i] - mx));
-      e.logprob = static_cast<float>(static_cast<double>(logits[e.token] - mx) - std::log(sum));
-      if (q.params.top_logprobs > 0) e.top_logprobs = top_probs(logits, static_cast<int>(n_vocab_), q.params.top_logprobs);
+    // Without drafts one token from one row; with drafts, verification keeps a prefix of them and
+    // adds the target's own token, token i coming from logits row i.
+    std::vector<int32_t> tokens;
+    smp.n_accepted = 0;
+    if (smp.n_spec > 0) {
+      const auto drafts = std::span<const int32_t>(q.req.spec_token_ids).first(static_cast<size_t>(smp.n_spec));
+      Verification v = verify_drafts(q.sampler, q.req.tokens, drafts, logits, n_vocab_);
+      tokens = std::move(v.tokens);
+      smp.n_accepted = v.n_accepted;
+    } else {
+      tokens.push_back(q.sampler.sample(logits, q.req.tokens));
+    }
+    smp.extra.clear();
+    for (size_t i = 0; i < tokens.size(); i++) {
+      StreamEvent& e = i == 0 ? smp.event : smp.extra.emplace_back();
+      e = StreamEvent{};
+      e.index = q.index;
+      e.token = tokens[i];
+      if (q.params.logprobs || q.params.top_logprobs > 0) {
+        // log softmax of the raw logits (the model's distribution, before sampling parameters)
+        const float* row = logits + static_cast<int64_t>(i) * n_vocab_;
+        float mx = row[0];
+        for (int64_t j = 1; j < n_vocab_; j++) mx = std::max(mx, row[j]);
+        double sum = 0.0;
+        for (int64_t j = 0; j < n_vocab_; j++) sum += std::exp(static_cast<double>(row[j] - mx));
+        e.logprob = static_cast<float>(static_cast<double>(row[e.token] - mx) - std::log(sum));
+        if (q.params.top_logprobs > 0) e.top_logprobs = top_probs(row, static_cast<int>(n_vocab_), q.params.top_logprobs);
+      }
     }
     smp.error.clear();
   } catch (const std::exception& ex) {
@@ -434,7 +496,7 @@ void EngineCore::sample_token(Sample& smp) noexcept {
   }
 }
 
-void EngineCore::apply_token(Sequence& q, StreamEvent e) {
+bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
   Request& r = q.req;
   const int32_t tok = e.token;
   const double t = now_ms();
@@ -444,18 +506,41 @@ void EngineCore::apply_token(Sequence& q, StreamEvent e) {
   r.tokens.push_back(tok);
   local_stats_.generated_tokens++;
 
-  if (tokenizer_.is_eog(tok) && !q.params.ignore_eos) return finish(q, FinishReason::Eog, std::move(e));
+  if (tokenizer_.is_eog(tok) && !q.params.ignore_eos) return finish(q, FinishReason::Eog, std::move(e)), false;
   std::string text;
   try {
     text = q.detok.push(tok);
   } catch (const std::exception& ex) {
-    return finish(q, FinishReason::Error, StreamEvent{}, ex.what());
+    return finish(q, FinishReason::Error, StreamEvent{}, ex.what()), false;
   }
   const StopChecker::Step st = q.stops.feed(text);
   e.text = st.emit;
-  if (st.stopped) return finish(q, FinishReason::Stop, std::move(e));
-  if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e));
+  if (st.stopped) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e)), false;
   q.handle->push(std::move(e));
+  return true;
+}
+
+// The next step's drafts for a decoding sequence: k adapts to how the last ones fared (all
+// accepted: one more, up to --spec-tokens; none: one fewer, at least 1), and never reaches past
+// the sequence's last allowed token.
+void EngineCore::propose(Sequence& q, int64_t n_spec, int64_t n_accepted, int64_t n_emitted) {
+  Request& r = q.req;
+  q.timings.spec_passes++;
+  q.timings.spec_emitted += n_emitted;
+  q.timings.spec_proposed += n_spec;
+  q.timings.spec_accepted += n_accepted;
+  if (q.spec_k == 0) q.spec_k = config_.spec_tokens;
+  if (n_spec > 0 && n_accepted == n_spec) q.spec_k = std::min(config_.spec_tokens, q.spec_k + 1);
+  else if (n_spec > 0 && n_accepted == 0) q.spec_k = std::max(1, q.spec_k - 1);
+  const int64_t room = r.max_num_tokens - r.num_tokens() - 1;
+  const int32_t k = static_cast<int32_t>(std::min<int64_t>(q.spec_k, room));
+  r.spec_token_ids = k > 0 ? proposer_->propose(r.tokens, k) : std::vector<int32_t>{};
+  if (static_cast<int64_t>(r.spec_token_ids.size()) > k) r.spec_token_ids.resize(static_cast<size_t>(k));
+  // A draft outside the vocabulary (a broken proposer) ends the drafts there: never the request.
+  const auto bad = std::find_if(r.spec_token_ids.begin(), r.spec_token_ids.end(),
+                                [this](int32_t t) { return t < 0 || t >= n_vocab_; });
+  r.spec_token_ids.erase(bad, r.spec_token_ids.end());
 }
 
 // Ends one completion: releases held-back text (unless a stop string ended it), frees its

@@ -25,6 +25,7 @@
 #include "engine/request_output.h"
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
+#include "engine/spec/proposer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_storage.h"
 #include "model/batch.h"
@@ -55,6 +56,13 @@ struct EngineConfig {
   GgmlType kv_type_k = GgmlType::F16;  // --kv-type-k / --kv-type-v
   GgmlType kv_type_v = GgmlType::F16;
   int max_n = 16;                  // most completions one request may ask for
+  // Speculative decoding by n-gram prompt lookup (engine/spec/ngram_proposer.h): match the last
+  // spec_ngram tokens (0 = off); propose up to spec_tokens drafts (each request adapts its own
+  // k within [1, spec_tokens]: grows on full acceptance, shrinks on none).
+  int32_t spec_ngram = 0;
+  int32_t spec_tokens = 4;
+  // Any other proposer (tests; overrides spec_ngram). Called on the engine thread only.
+  std::shared_ptr<Proposer> spec_proposer;
 };
 
 struct GenerationParams {
@@ -63,6 +71,17 @@ struct GenerationParams {
   bool logprobs = false;    // report each token's log-probability
   int top_logprobs = 0;     // and the k most likely tokens at each step
   bool ignore_eos = false;  // end-of-generation tokens do not end the completion
+};
+
+// Speculative decoding's work, per request (RequestTimings::spec) and over the engine.
+struct SpecStats {
+  int64_t proposed = 0;      // draft tokens verified
+  int64_t accepted = 0;      // of them kept
+  int64_t passes = 0;        // target passes that decoded the request (with drafts or not)
+  int64_t emitted = 0;       // tokens those passes emitted
+  std::vector<int64_t> proposed_at, accepted_at;  // per draft position (0 = the first draft)
+  double acceptance_rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0; }
+  double tokens_per_pass() const { return passes > 0 ? static_cast<double>(emitted) / static_cast<double>(passes) : 0; }
 };
 
 struct EngineStats {
@@ -77,6 +96,7 @@ struct EngineStats {
   int64_t generated_tokens = 0;  // tokens sampled
   int64_t requests_finished = 0;
   int64_t blocks_used_peak = 0;
+  SpecStats spec;
   // Where the engine thread's time goes, summed over steps (ms): scheduling and batch assembly,
   // the forward pass, sampling and emitting tokens.
   double schedule_ms = 0, forward_ms = 0, sample_ms = 0;
@@ -130,13 +150,17 @@ class EngineCore {
   void admit(Submission& s);
   std::vector<Sequence*> fork(Sequence& parent);
   struct Sample {
-    Sequence* seq;
-    const float* logits;
+    Sequence* seq = nullptr;
+    const float* logits = nullptr;
     StreamEvent event;  // the sampled token, its log-probabilities
     std::string error;  // sampling failed: why
+    int64_t n_spec = 0;              // drafts verified against logits rows 0..n_spec
+    std::vector<StreamEvent> extra;  // speculative: the tokens after `event`
+    int64_t n_accepted = 0;
   };
   void sample_token(Sample& s) noexcept;
-  void apply_token(Sequence& q, StreamEvent event);
+  bool apply_token(Sequence& q, StreamEvent event);  // false: the sequence finished (and is gone)
+  void propose(Sequence& q, int64_t n_spec, int64_t n_accepted, int64_t n_emitted);
   void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
   void cancel_all();
   void publish_stats();
@@ -157,6 +181,7 @@ class EngineCore {
   RequestId next_seq_id_ = 1;
   Batch batch_;
   std::vector<std::span<const BlockId>> group_tables_;  // one request's block tables, per group
+  std::shared_ptr<Proposer> proposer_;  // null: no speculative decoding
   std::vector<float> logits_;
   std::vector<Sample> samples_;
   EngineStats local_stats_;

@@ -28,6 +28,10 @@ struct Request {
   RequestStatus status = RequestStatus::Waiting;
   FinishReason finish_reason = FinishReason::None;
   int64_t num_preemptions = 0;
+  // Speculative decoding: draft tokens proposed for the step after the last token (vLLM's
+  // spec_token_ids). A decoding request computes its last token and these together; the
+  // verification keeps a prefix of them (engine/spec/rejection_sampler.h).
+  std::vector<int32_t> spec_token_ids;
 
   int64_t num_tokens() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

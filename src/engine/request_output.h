@@ -27,6 +27,9 @@ struct RequestTimings {
   int64_t cached_prompt_tokens = 0;  // found in the prefix cache, not computed
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
+  // Speculative decoding (when on): drafts proposed and accepted, target passes and the tokens
+  // they emitted.
+  int64_t spec_proposed = 0, spec_accepted = 0, spec_passes = 0, spec_emitted = 0;
 
   double prefill_ms() const { return ttft_ms - queue_ms; }  // first step to first token
   double decode_ms() const;                                 // sum of itl_ms

@@ -108,10 +108,11 @@ void Sampler::sort_prefix(size_t n, size_t n_candidates) {
   sorted_ = n;
 }
 
-int32_t Sampler::sample(const float* logits, std::span<const int32_t> previous_tokens) {
+size_t Sampler::survivors(const float* logits, std::span<const int32_t> previous_tokens, double* total_out,
+                          int32_t* best_out) {
   adjusted_logits(logits, previous_tokens);
   const int32_t best = argmax();  // also rejects an all-banned vocabulary
-  if (params_.greedy()) return best;
+  *best_out = best;
   const float max_logit = adjusted_[best];
 
   size_t n = n_vocab_;
@@ -157,7 +158,7 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> previous_t
     n = kept;
   }
 
-  // Temperature, softmax, draw.
+  // Temperature, softmax.
   const float temperature = params_.temperature;
   double total = 0.0;
   for (size_t i = 0; i < n; i++) {
@@ -165,6 +166,19 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> previous_t
     weights_[i] = w;
     total += w;
   }
+  *total_out = total;
+  return n;
+}
+
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> previous_tokens) {
+  if (params_.greedy()) {
+    adjusted_logits(logits, previous_tokens);
+    return argmax();  // also rejects an all-banned vocabulary
+  }
+  double total = 0.0;
+  int32_t best = 0;
+  const size_t n = survivors(logits, previous_tokens, &total, &best);
+  // Draw.
   const double target = uniform01() * total;
   double cum = 0.0;
   int32_t last = best;
@@ -175,6 +189,51 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> previous_t
     if (target < cum) return last;
   }
   return last;  // target landed on the rounding gap at the very top
+}
+
+void Sampler::distribution(const float* logits, std::span<const int32_t> previous_tokens, TokenDist& out) {
+  out.ids.clear();
+  out.p.clear();
+  if (params_.greedy()) {
+    adjusted_logits(logits, previous_tokens);
+    out.ids.push_back(argmax());
+    out.p.push_back(1.0);
+    return;
+  }
+  double total = 0.0;
+  int32_t best = 0;
+  const size_t n = survivors(logits, previous_tokens, &total, &best);
+  for (size_t i = 0; i < n; i++) {
+    if (weights_[i] <= 0.0f) continue;  // never drawn
+    out.ids.push_back(candidates_[i].id);
+    out.p.push_back(static_cast<double>(weights_[i]) / total);
+  }
+  if (out.ids.empty()) {
+    out.ids.push_back(best);
+    out.p.push_back(1.0);
+  }
+}
+
+int32_t Sampler::draw(const TokenDist& d) {
+  LUMEN_ASSERT(!d.ids.empty());
+  double total = 0.0;
+  for (const double p : d.p) total += p;
+  const double target = uniform01() * total;
+  double cum = 0.0;
+  int32_t last = d.ids[0];
+  for (size_t i = 0; i < d.ids.size(); i++) {
+    if (d.p[i] <= 0.0) continue;
+    cum += d.p[i];
+    last = d.ids[i];
+    if (target < cum) return last;
+  }
+  return last;  // the rounding gap at the very top
+}
+
+double TokenDist::prob(int32_t id) const {
+  for (size_t i = 0; i < ids.size(); i++)
+    if (ids[i] == id) return p[i];
+  return 0.0;
 }
 
 std::vector<TokenProb> top_probs(const float* logits, int n_vocab, int k) {

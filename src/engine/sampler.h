@@ -31,6 +31,14 @@
 
 namespace lumen {
 
+// A processed next-token distribution: the tokens sample() could draw and their probabilities
+// (summing to 1), in the sampler's candidate order. Greedy: the argmax alone, p = 1.
+struct TokenDist {
+  std::vector<int32_t> ids;
+  std::vector<double> p;
+  double prob(int32_t id) const;  // 0 for a token that cannot be drawn
+};
+
 class Sampler {
  public:
   // Validates params (throws lumen::Error) and preallocates the scratch buffers.
@@ -47,6 +55,13 @@ class Sampler {
   std::span<const float> adjusted_logits(const float* logits,
                                          std::span<const int32_t> previous_tokens);
 
+  // Speculative decoding's verification (engine/spec/rejection_sampler.h) needs the distribution
+  // itself: the one sample() draws from for these logits and previous tokens (steps 1-6).
+  void distribution(const float* logits, std::span<const int32_t> previous_tokens, TokenDist& out);
+  // A draw from `d` with the sampler's RNG (one uniform), and a bare uniform in [0, 1).
+  int32_t draw(const TokenDist& d);
+  double uniform() { return uniform01(); }
+
   const SamplingParams& params() const { return params_; }
   int n_vocab() const { return n_vocab_; }
 
@@ -57,6 +72,9 @@ class Sampler {
   };
 
   void apply_penalties(std::span<const int32_t> previous_tokens);
+  // Steps 1-6 for a non-greedy sampler: candidates_[0, n) and their weights_; returns n and
+  // sets *total (the weights' sum) and *best (the argmax, drawn when rounding leaves a gap).
+  size_t survivors(const float* logits, std::span<const int32_t> previous_tokens, double* total, int32_t* best);
   int32_t argmax() const;
   // Makes candidates_[0, n) the n largest in sorted order, given that [0, sorted_) already are.
   void sort_prefix(size_t n, size_t n_candidates);

@@ -65,6 +65,9 @@ SchedulerOutput Scheduler::schedule() {
     const bool decoding = is_decoding(*r);
     int64_t n_new = std::min(r->num_tokens() - r->num_computed_tokens, budget);
     LUMEN_ASSERT(n_new >= 1);  // a running request always has a token to compute
+    // Draft tokens ride with a decode, as far as the budget goes.
+    const int64_t n_spec = decoding ? std::min<int64_t>(static_cast<int64_t>(r->spec_token_ids.size()), budget - n_new) : 0;
+    n_new += n_spec;
     if (!decoding) {
       n_new = std::min(n_new, prefill_left);
       if (n_new == 0) {  // its prompt waits for a step with room; the decodes behind it go on
@@ -85,7 +88,7 @@ SchedulerOutput Scheduler::schedule() {
       if (victim == r) break;
     }
     if (!scheduled) break;  // r was the newest: everything after it is preempted too
-    out.scheduled.push_back({r, n_new});
+    out.scheduled.push_back({r, n_new, n_spec});
     out.n_tokens += n_new;
     budget -= n_new;
     if (!decoding) prefill_left -= n_new;
@@ -107,7 +110,7 @@ SchedulerOutput Scheduler::schedule() {
     if (r->num_cached_tokens < 0) r->num_cached_tokens = match.n_tokens;
     r->status = RequestStatus::Running;
     running_.push_back(r);
-    out.scheduled.push_back({r, n_new});
+    out.scheduled.push_back({r, n_new, 0});
     out.n_tokens += n_new;
     budget -= n_new;
     prefill_left -= n_new;
@@ -120,10 +123,18 @@ void Scheduler::update_from_output(const SchedulerOutput& out) {
   for (const ScheduledRequest& s : out.scheduled) {
     Request* r = s.request;
     if (r->is_finished()) continue;  // ended while the step ran (cancelled, error)
-    r->num_computed_tokens += s.n_new_tokens;
+    r->num_computed_tokens += s.n_new_tokens - s.n_spec;
     LUMEN_ASSERT(r->num_computed_tokens <= r->num_tokens());
     kv_.cache_blocks(r->id, r->tokens, r->num_computed_tokens);
   }
+}
+
+void Scheduler::accept_spec_tokens(Request* r, int64_t n_accepted) {
+  if (r->is_finished()) return;
+  LUMEN_ASSERT(n_accepted >= 0 && r->num_computed_tokens + n_accepted <= r->num_tokens());
+  r->num_computed_tokens += n_accepted;
+  kv_.trim(r->id, r->num_computed_tokens);
+  kv_.cache_blocks(r->id, r->tokens, r->num_computed_tokens);
 }
 
 void Scheduler::finish_request(Request* r, FinishReason reason) {

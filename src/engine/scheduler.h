@@ -34,7 +34,10 @@ struct SchedulerConfig {
 
 struct ScheduledRequest {
   Request* request = nullptr;
-  int64_t n_new_tokens = 0;  // computes tokens [num_computed_tokens, num_computed_tokens + n)
+  // Computes tokens [num_computed_tokens, num_computed_tokens + n): the request's own, then its
+  // first n_spec draft tokens (num_tokens_with_spec, counted against the budget like any other).
+  int64_t n_new_tokens = 0;
+  int64_t n_spec = 0;
 };
 
 struct SchedulerOutput {
@@ -63,9 +66,15 @@ class Scheduler {
   void add_running(Request* request, const Request* after);
 
   SchedulerOutput schedule();
-  // After the forward pass of `out`: advances num_computed_tokens and names the newly full
-  // blocks in the prefix cache.
+  // After the forward pass of `out`: advances num_computed_tokens over the requests' own tokens
+  // and names the newly full blocks in the prefix cache. Draft tokens count only once verified:
+  // accept_spec_tokens().
   void update_from_output(const SchedulerOutput& out);
+  // After the verification of a request's n_spec drafts, of which the first n_accepted were
+  // kept (they, and the target's own token after them, are in request->tokens by now): their
+  // positions count as computed; the rejected drafts' positions are dropped by shrinking the
+  // block table (nothing is recomputed: their slots are simply written again).
+  void accept_spec_tokens(Request* request, int64_t n_accepted);
   // Ends a request in any state (waiting, preempted, running): it leaves every queue and its
   // blocks return to the pool. Finishing a finished request changes nothing.
   void finish_request(Request* request, FinishReason reason);

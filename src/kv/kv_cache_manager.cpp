@@ -291,6 +291,22 @@ void KvCacheManager::free(RequestId id) {
   tables_.erase(it);
 }
 
+void KvCacheManager::trim(RequestId id, int64_t num_tokens) {
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return;
+  const size_t keep = static_cast<size_t>(blocks_for(num_tokens));
+  for (GroupTable& t : it->second) {
+    // A block named in the prefix cache is full of computed tokens: never past num_tokens.
+    LUMEN_ASSERT(t.hashes.size() <= keep);
+    while (t.blocks.size() > keep) {
+      const BlockId b = t.blocks.back();
+      t.blocks.pop_back();
+      if (b != kNullBlock) pool_.free(std::span<const BlockId>(&b, 1));
+    }
+    if (t.hashes.size() > keep) t.hashes.resize(keep);
+  }
+}
+
 std::span<const BlockId> KvCacheManager::block_table(RequestId id, int32_t group) const {
   const auto it = tables_.find(id);
   if (it == tables_.end()) return {};

@@ -103,6 +103,10 @@ class KvCacheManager {
   // The copy-on-write copies queued by allocate_slots(); the call clears the queue.
   std::vector<BlockCopy> take_copies();
 
+  // Speculative decoding's rollback: frees the request's blocks past the first
+  // blocks_for(num_tokens) in every group (positions >= num_tokens held rejected drafts).
+  void trim(RequestId id, int64_t num_tokens);
+
   // Returns every block of the request to the pool (last block first); unknown ids are ignored.
   void free(RequestId id);
 

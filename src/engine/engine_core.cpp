@@ -404,6 +404,12 @@ void EngineCore::step() {
     const RequestId id = q.req.id;
     const int64_t n_spec = smp.n_spec;
     const int64_t n_emit = 1 + static_cast<int64_t>(smp.extra.size());
+    if (proposer_) {
+      q.timings.spec_passes++;
+      q.timings.spec_emitted += n_emit;
+      q.timings.spec_proposed += n_spec;
+      q.timings.spec_accepted += smp.n_accepted;
+    }
     bool alive = apply_token(q, std::move(smp.event));
     for (size_t i = 0; alive && i < smp.extra.size(); i++) alive = apply_token(q, std::move(smp.extra[i]));
     if (proposer_) {
@@ -422,7 +428,7 @@ void EngineCore::step() {
     }
     if (!alive || seqs_.count(id) == 0) continue;  // finished (its blocks are free already)
     if (n_spec > 0) scheduler_->accept_spec_tokens(&q.req, smp.n_accepted);
-    if (proposer_) propose(q, n_spec, smp.n_accepted, n_emit);
+    if (proposer_) propose(q, n_spec, smp.n_accepted);
   }
   local_stats_.sample_ms += now_ms() - t_sample;
 }
@@ -524,12 +530,8 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
 // The next step's drafts for a decoding sequence: k adapts to how the last ones fared (all
 // accepted: one more, up to --spec-tokens; none: one fewer, at least 1), and never reaches past
 // the sequence's last allowed token.
-void EngineCore::propose(Sequence& q, int64_t n_spec, int64_t n_accepted, int64_t n_emitted) {
+void EngineCore::propose(Sequence& q, int64_t n_spec, int64_t n_accepted) {
   Request& r = q.req;
-  q.timings.spec_passes++;
-  q.timings.spec_emitted += n_emitted;
-  q.timings.spec_proposed += n_spec;
-  q.timings.spec_accepted += n_accepted;
   if (q.spec_k == 0) q.spec_k = config_.spec_tokens;
   if (n_spec > 0 && n_accepted == n_spec) q.spec_k = std::min(config_.spec_tokens, q.spec_k + 1);
   else if (n_spec > 0 && n_accepted == 0) q.spec_k = std::max(1, q.spec_k - 1);

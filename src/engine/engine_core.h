@@ -160,7 +160,7 @@ class EngineCore {
   };
   void sample_token(Sample& s) noexcept;
   bool apply_token(Sequence& q, StreamEvent event);  // false: the sequence finished (and is gone)
-  void propose(Sequence& q, int64_t n_spec, int64_t n_accepted, int64_t n_emitted);
+  void propose(Sequence& q, int64_t n_spec, int64_t n_accepted);
   void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
   void cancel_all();
   void publish_stats();

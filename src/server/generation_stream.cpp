@@ -34,7 +34,7 @@ Json bytes_of(const std::string& piece) {
 Json timings_json(const RequestTimings& t) {
   const double computed = static_cast<double>(t.prompt_tokens - t.cached_prompt_tokens);
   const double prefill = t.prefill_ms();
-  return Json{
+  Json j{
       {"queue_ms", t.queue_ms},
       {"ttft_ms", t.ttft_ms},
       {"prompt_tokens", t.prompt_tokens},
@@ -50,6 +50,12 @@ Json timings_json(const RequestTimings& t) {
       {"total_ms", t.total_ms},
       {"preemptions", t.preemptions},
   };
+  if (t.spec_on())
+    j["spec"] = {{"proposed", t.spec_proposed},
+                 {"accepted", t.spec_accepted},
+                 {"acceptance_rate", t.spec_acceptance_rate()},
+                 {"tokens_per_target_pass", t.spec_tokens_per_pass()}};
+  return j;
 }
 
 GenerationStream::GenerationStream(ResponseContext ctx, std::vector<std::shared_ptr<RequestHandle>> handles,

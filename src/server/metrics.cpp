@@ -147,6 +147,21 @@ std::string ServerMetrics::render(const EngineStats* e, const std::string& model
     scalar("lumen_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
            static_cast<double>(e->cache.prefix_query_tokens));
     scalar("lumen_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", static_cast<double>(e->cache.prefix_hit_tokens));
+    if (e->spec.passes > 0) {  // speculative decoding is on (vLLM's spec_decode names)
+      scalar("lumen_spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.", static_cast<double>(e->spec.proposed));
+      scalar("lumen_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.", static_cast<double>(e->spec.accepted));
+      scalar("lumen_spec_decode_num_target_passes_total", "counter", "Target passes that decoded a request.",
+             static_cast<double>(e->spec.passes));
+      scalar("lumen_spec_decode_num_emitted_tokens_total", "counter", "Tokens those passes emitted.", static_cast<double>(e->spec.emitted));
+      head("lumen_spec_decode_num_accepted_tokens_per_pos_total", "counter", "Draft tokens accepted, by draft position (0 = first).");
+      for (size_t i = 0; i < e->spec.accepted_at.size(); i++)
+        o += fmt::format("lumen_spec_decode_num_accepted_tokens_per_pos_total{{{},position=\"{}\"}} {}\n", model, i,
+                         e->spec.accepted_at[i]);
+      head("lumen_spec_decode_num_draft_tokens_per_pos_total", "counter", "Draft tokens verified, by draft position (0 = first).");
+      for (size_t i = 0; i < e->spec.proposed_at.size(); i++)
+        o += fmt::format("lumen_spec_decode_num_draft_tokens_per_pos_total{{{},position=\"{}\"}} {}\n", model, i,
+                         e->spec.proposed_at[i]);
+    }
   }
   scalar("lumen_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", static_cast<double>(prompt_tokens_));
   scalar("lumen_generation_tokens_total", "counter", "Generated tokens of finished completions.", static_cast<double>(generation_tokens_));

@@ -113,6 +113,9 @@ void print_timings(const RunResult& r, uint64_t seed) {
   fmt::print(stderr, "prefill:         {:.1f} tok/s ({:.2f} ms)\n", prefill_tok_s(r), t.prefill_ms());
   fmt::print(stderr, "decode:          {:.1f} tok/s ({:.2f} ms)\n", t.decode_tok_s(), t.decode_ms());
   fmt::print(stderr, "ITL:             mean {:.3f} ms, p50 {:.3f} ms, p99 {:.3f} ms\n", t.itl_mean(), t.itl_percentile(50), t.itl_percentile(99));
+  if (t.spec_on())
+    fmt::print(stderr, "speculative:     {} drafts, {} accepted ({:.1f}%), {:.2f} tokens per target pass\n", t.spec_proposed,
+               t.spec_accepted, 100.0 * t.spec_acceptance_rate(), t.spec_tokens_per_pass());
 }
 
 nlohmann::json to_json(const RunResult& r, uint64_t seed) {
@@ -140,6 +143,11 @@ nlohmann::json to_json(const RunResult& r, uint64_t seed) {
       {"cached_prompt_tokens", t.cached_prompt_tokens},
       {"preemptions", t.preemptions},
   };
+  if (t.spec_on())
+    j["timings"]["spec"] = {{"proposed", t.spec_proposed},
+                            {"accepted", t.spec_accepted},
+                            {"acceptance_rate", t.spec_acceptance_rate()},
+                            {"tokens_per_target_pass", t.spec_tokens_per_pass()}};
   return j;
 }
 

@@ -26,6 +26,10 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                               decode_stall_factor));
   cmd->add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse the KV blocks of earlier prompts");
   kv_types.add_to(cmd, "default f16, as llama.cpp");
+  cmd->add_flag("--spec-ngram{3}", spec_ngram,
+                "speculative decoding by n-gram prompt lookup: draft the tokens that followed the latest earlier "
+                "occurrence of the last N tokens (--spec-ngram alone: N = 3; --spec-ngram=N)");
+  cmd->add_option("--spec-tokens", spec_tokens, "most draft tokens verified per step and request (default 4; 0 = off)");
 }
 
 void KvTypeArgs::add_to(CLI::App* cmd, const std::string& default_note) {
@@ -55,6 +59,8 @@ EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
   c.prefix_caching = !no_prefix_cache;
   c.kv_type_k = kv_types.k_type();
   c.kv_type_v = kv_types.v_type();
+  c.spec_ngram = spec_ngram;
+  c.spec_tokens = spec_tokens;
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/detokenizer.h"
+#include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/rejection_sampler.h"
 #include "engine/stop_checker.h"
@@ -60,6 +61,7 @@ struct EngineCore::Sequence {
   double submitted_at = 0, first_scheduled_at = -1, last_token_at = -1;
   RequestTimings timings;
   int32_t spec_k = 0;  // drafts to propose next (adapts within [1, spec_tokens])
+  std::vector<TokenDist> spec_dists;  // the proposer's distribution of each of req.spec_token_ids (or empty)
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
       : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
@@ -88,10 +90,16 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.max_n < 1) fail("the most completions per request must be at least 1");
   if (c.spec_tokens < 0 || c.spec_tokens > 16) fail("--spec-tokens must be in [0, 16], got {}", c.spec_tokens);
   if (c.spec_ngram < 0) fail("--spec-ngram must not be negative, got {}", c.spec_ngram);
-  if ((c.spec_ngram > 0 || c.spec_proposer) && c.spec_tokens > 0) {
+  if (c.draft_model && c.spec_ngram > 0) fail("--draft-model and --spec-ngram are two proposers: choose one");
+  if (c.draft_model && c.draft_model->config().n_vocab != n_vocab_)
+    fail("the draft model's output has {} tokens, the target's {}", c.draft_model->config().n_vocab, n_vocab_);
+  if ((c.spec_ngram > 0 || c.spec_proposer || c.draft_model) && c.spec_tokens > 0) {
     if (c.spec_tokens >= c.max_batch_tokens)
       fail("--spec-tokens {} leaves no room in a step of --max-batch-tokens {}", c.spec_tokens, c.max_batch_tokens);
-    proposer_ = c.spec_proposer ? c.spec_proposer : std::make_shared<NgramProposer>(c.spec_ngram);
+    if (c.spec_proposer) proposer_ = c.spec_proposer;
+    else if (c.draft_model)
+      proposer_ = std::make_shared<DraftModelProposer>(*c.draft_model, c.n_ctx, c.max_running * 2);
+    else proposer_ = std::make_shared<NgramProposer>(c.spec_ngram);
   }
   const KvLayout layout = model.kv_layout(c.kv_type_k, c.kv_type_v, c.block_size);
   const int64_t block_bytes = static_cast<int64_t>(layout.block_bytes());
@@ -428,8 +436,9 @@ void EngineCore::step() {
     }
     if (!alive || seqs_.count(id) == 0) continue;  // finished (its blocks are free already)
     if (n_spec > 0) scheduler_->accept_spec_tokens(&q.req, smp.n_accepted);
-    if (proposer_) propose(q, n_spec, smp.n_accepted);
+    if (proposer_) adapt_spec_k(q, n_spec, smp.n_accepted);
   }
+  if (proposer_) propose_drafts();
   local_stats_.sample_ms += now_ms() - t_sample;
 }
 
@@ -471,7 +480,10 @@ void EngineCore::sample_token(Sample& smp) noexcept {
     smp.n_accepted = 0;
     if (smp.n_spec > 0) {
       const auto drafts = std::span<const int32_t>(q.req.spec_token_ids).first(static_cast<size_t>(smp.n_spec));
-      Verification v = verify_drafts(q.sampler, q.req.tokens, drafts, logits, n_vocab_);
+      const std::span<const TokenDist> dists =
+          q.spec_dists.size() >= drafts.size() ? std::span<const TokenDist>(q.spec_dists).first(drafts.size())
+                                               : std::span<const TokenDist>{};
+      Verification v = verify_drafts(q.sampler, q.req.tokens, drafts, logits, n_vocab_, dists);
       tokens = std::move(v.tokens);
       smp.n_accepted = v.n_accepted;
     } else {
@@ -527,22 +539,55 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
   return true;
 }
 
-// The next step's drafts for a decoding sequence: k adapts to how the last ones fared (all
-// accepted: one more, up to --spec-tokens; none: one fewer, at least 1), and never reaches past
-// the sequence's last allowed token.
-void EngineCore::propose(Sequence& q, int64_t n_spec, int64_t n_accepted) {
-  Request& r = q.req;
+// k adapts to how a sequence's last drafts fared: all accepted, one more (up to --spec-tokens);
+// none, one fewer (at least 1). Then the sequence wants drafts for its next step.
+void EngineCore::adapt_spec_k(Sequence& q, int64_t n_spec, int64_t n_accepted) {
   if (q.spec_k == 0) q.spec_k = config_.spec_tokens;
   if (n_spec > 0 && n_accepted == n_spec) q.spec_k = std::min(config_.spec_tokens, q.spec_k + 1);
   else if (n_spec > 0 && n_accepted == 0) q.spec_k = std::max(1, q.spec_k - 1);
-  const int64_t room = r.max_num_tokens - r.num_tokens() - 1;
-  const int32_t k = static_cast<int32_t>(std::min<int64_t>(q.spec_k, room));
-  r.spec_token_ids = k > 0 ? proposer_->propose(r.tokens, k) : std::vector<int32_t>{};
-  if (static_cast<int64_t>(r.spec_token_ids.size()) > k) r.spec_token_ids.resize(static_cast<size_t>(k));
-  // A draft outside the vocabulary (a broken proposer) ends the drafts there: never the request.
-  const auto bad = std::find_if(r.spec_token_ids.begin(), r.spec_token_ids.end(),
-                                [this](int32_t t) { return t < 0 || t >= n_vocab_; });
-  r.spec_token_ids.erase(bad, r.spec_token_ids.end());
+  to_propose_.push_back(q.req.id);
+}
+
+// The next step's drafts of every sequence that just decoded, in one call (a draft model batches
+// them), never reaching past a sequence's last allowed token.
+void EngineCore::propose_drafts() {
+  proposals_.clear();
+  for (const RequestId id : to_propose_) {
+    const auto it = seqs_.find(id);
+    if (it == seqs_.end()) continue;
+    Sequence& q = *it->second;
+    Request& r = q.req;
+    const int64_t room = r.max_num_tokens - r.num_tokens() - 1;
+    ProposalRequest p;
+    p.id = r.id;
+    p.tokens = r.tokens;
+    p.k = static_cast<int32_t>(std::min<int64_t>(q.spec_k, room));
+    p.params = &q.sampler.params();
+    p.drafts = &r.spec_token_ids;
+    p.dists = &q.spec_dists;
+    r.spec_token_ids.clear();
+    q.spec_dists.clear();
+    if (p.k > 0) proposals_.push_back(p);
+  }
+  to_propose_.clear();
+  if (proposals_.empty()) return;
+  try {
+    proposer_->propose_batch(proposals_);
+  } catch (const std::exception& e) {
+    // A failing proposer costs speed, never a request: no drafts this step.
+    for (ProposalRequest& p : proposals_) p.drafts->clear(), p.dists->clear();
+    fmt::print(stderr, "lumen engine: speculative proposer failed: {}\n", e.what());
+    return;
+  }
+  for (ProposalRequest& p : proposals_) {
+    std::vector<int32_t>& d = *p.drafts;
+    if (static_cast<int64_t>(d.size()) > p.k) d.resize(static_cast<size_t>(p.k));
+    // A draft outside the vocabulary (a broken proposer) ends the drafts there.
+    const auto bad = std::find_if(d.begin(), d.end(), [this](int32_t t) { return t < 0 || t >= n_vocab_; });
+    d.erase(bad, d.end());
+    if (!p.dists->empty() && p.dists->size() != d.size()) p.dists->resize(std::min(p.dists->size(), d.size()));
+    if (!p.dists->empty() && p.dists->size() != d.size()) p.dists->clear();
+  }
 }
 
 // Ends one completion: releases held-back text (unless a stop string ended it), frees its
@@ -572,6 +617,7 @@ void EngineCore::finish(Sequence& q, FinishReason reason, StreamEvent event, con
   event.error = error;
   event.timings = q.timings;
   local_stats_.requests_finished++;
+  if (proposer_) proposer_->release(r.id);
   auto handle = q.handle;
   seqs_.erase(r.id);  // q is gone from here on
   handle->push(std::move(event));

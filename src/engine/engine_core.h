@@ -63,6 +63,9 @@ struct EngineConfig {
   int32_t spec_tokens = 4;
   // Any other proposer (tests; overrides spec_ngram). Called on the engine thread only.
   std::shared_ptr<Proposer> spec_proposer;
+  // A draft model (--draft-model) with the target's vocabulary (the caller checks the pieces:
+  // DraftModelProposer::check_vocabularies), on the same thread pool.
+  Model* draft_model = nullptr;
 };
 
 struct GenerationParams {
@@ -160,7 +163,8 @@ class EngineCore {
   };
   void sample_token(Sample& s) noexcept;
   bool apply_token(Sequence& q, StreamEvent event);  // false: the sequence finished (and is gone)
-  void propose(Sequence& q, int64_t n_spec, int64_t n_accepted);
+  void adapt_spec_k(Sequence& q, int64_t n_spec, int64_t n_accepted);
+  void propose_drafts();
   void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
   void cancel_all();
   void publish_stats();
@@ -182,6 +186,8 @@ class EngineCore {
   Batch batch_;
   std::vector<std::span<const BlockId>> group_tables_;  // one request's block tables, per group
   std::shared_ptr<Proposer> proposer_;  // null: no speculative decoding
+  std::vector<RequestId> to_propose_;    // sequences that decoded this step
+  std::vector<ProposalRequest> proposals_;
   std::vector<float> logits_;
   std::vector<Sample> samples_;
   EngineStats local_stats_;

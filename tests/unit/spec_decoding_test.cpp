@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "engine/spec/draft_model_proposer.h"
 #include "engine/spec/ngram_proposer.h"
 #include "engine/spec/rejection_sampler.h"
 #include "gguf/gguf_file.h"
@@ -302,6 +303,99 @@ TEST(SpecEngineStories, ASeedReproducesASampledSpeculativeOutput) {
   for (int i = 0; i < 4; i++) hs.push_back(e.submit(prompt, gen(50, 1.0f, 99 + i % 2)));
   for (int i = 0; i < 4; i++) EXPECT_EQ(drain(*hs[i]), i % 2 == 0 ? a : other) << i;
   EXPECT_EQ(e.leak_report(), "");
+}
+
+// Draft models: the saltyduckegg model (trained apart, same vocabulary), the target itself,
+// and stories260K as the draft of its own Q8_0 file. Greedy output with speculation is the
+// output without it, k = 1..8, alone and with 8 concurrent requests; the target as its own draft
+// is accepted everywhere.
+struct DraftCase {
+  const char* target;
+  const char* draft;
+};
+
+class DraftSpec : public testing::TestWithParam<DraftCase> {};
+
+TEST_P(DraftSpec, GreedyOutputIsTheSameWithAndWithoutADraftModel) {
+  const DraftCase dc = GetParam();
+  if (!test::shared_exists(dc.target) || !test::shared_exists(dc.draft)) GTEST_SKIP();
+  Loaded target = load(dc.target);
+  Loaded draft = load(dc.draft);
+  DraftModelProposer::check_vocabularies(*target.tok, *draft.tok);
+  const auto prompts = prompts_of(*target.tok);
+  const int n_gen = 40;
+  std::vector<std::vector<int32_t>> want;
+  {
+    EngineConfig c;
+    c.n_ctx = 256;
+    EngineCore e(*target.model, *target.tok, c);
+    for (const auto& p : prompts) want.push_back(drain(*e.submit(p, gen(n_gen))));
+  }
+  const bool same = std::string(dc.target) == dc.draft;
+  for (int k : {1, 3, 4, 8}) {
+    SCOPED_TRACE(testing::Message() << "k " << k);
+    EngineConfig c;
+    c.n_ctx = 256;
+    c.draft_model = draft.model.get();
+    c.spec_tokens = k;
+    c.max_batch_tokens = 64;
+    EngineCore e(*target.model, *target.tok, c);
+    RequestTimings t;
+    EXPECT_EQ(drain(*e.submit(prompts[1], gen(n_gen)), &t), want[1]);
+    EXPECT_GT(t.spec_accepted, 0);
+    if (same) {
+      EXPECT_EQ(t.spec_accepted, t.spec_proposed);  // the target agrees with itself
+      EXPECT_GT(t.spec_tokens_per_pass(), std::min(k + 1, 3) - 0.5);
+    }
+    std::vector<std::shared_ptr<RequestHandle>> hs;
+    for (const auto& p : prompts) hs.push_back(e.submit(p, gen(n_gen)));
+    for (size_t i = 0; i < hs.size(); i++) EXPECT_EQ(drain(*hs[i]), want[i]) << "prompt " << i;
+    e.wait_idle();
+    EXPECT_EQ(e.leak_report(), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, DraftSpec,
+    testing::Values(DraftCase{"models/stories260K.gguf", "models/tinystories260K-h192-saltyduckegg.gguf"},
+                    DraftCase{"models/stories260K.gguf", "models/stories260K.gguf"},
+                    DraftCase{"models/stories260K-q8_0.gguf", "models/stories260K.gguf"}));
+
+TEST(DraftSpecStories, SampledOutputWithADraftIsReproducibleAndLeaksNothing) {
+  if (!test::shared_exists("models/tinystories260K-h192-saltyduckegg.gguf")) GTEST_SKIP();
+  Loaded target = load("models/stories260K.gguf");
+  Loaded draft = load("models/tinystories260K-h192-saltyduckegg.gguf");
+  EngineConfig c;
+  c.n_ctx = 256;
+  c.draft_model = draft.model.get();
+  c.spec_tokens = 4;
+  c.block_size = 4;
+  EngineCore e(*target.model, *target.tok, c);
+  const auto prompt = target.tok->encode("Once upon a time", true, false);
+  RequestTimings t;
+  const auto a = drain(*e.submit(prompt, gen(60, 0.9f, 5)), &t);
+  EXPECT_GT(t.spec_proposed, 0);
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (int i = 0; i < 6; i++) hs.push_back(e.submit(prompt, gen(60, 0.9f, i % 2 == 0 ? 5 : 6)));
+  std::vector<std::vector<int32_t>> outs;
+  for (auto& h : hs) outs.push_back(drain(*h));
+  EXPECT_EQ(outs[0], a);
+  EXPECT_EQ(outs[2], a);
+  EXPECT_EQ(outs[1], outs[3]);
+  EXPECT_NE(outs[1], a);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
+TEST(DraftSpecStories, AVocabularyMismatchNamesTheFirstDifferingId) {
+  if (!test::shared_exists("models/zh-tang-poem-750K.gguf")) GTEST_SKIP();
+  Loaded target = load("models/stories260K.gguf");
+  Loaded other = load("models/zh-tang-poem-750K.gguf");
+  try {
+    DraftModelProposer::check_vocabularies(*target.tok, *other.tok);
+    FAIL() << "accepted another vocabulary";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabulary"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

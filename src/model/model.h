@@ -42,6 +42,7 @@ class Model {
   int64_t n_batch() const { return options_.n_batch; }
 
   ThreadPool& pool() const { return *options_.pool; }
+  const std::shared_ptr<ThreadPool>& shared_pool() const { return options_.pool; }
 
   // The shape of this model's KV rows, for a KvStorage (K and V element types independent).
   KvLayout kv_layout(GgmlType k_type = GgmlType::F16, GgmlType v_type = GgmlType::F16, int32_t block_size = 16) const;

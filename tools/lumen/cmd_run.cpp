@@ -192,7 +192,10 @@ void register_run(CLI::App& app) {
     margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
     auto m = load_model(margs);
     p.validate(static_cast<int>(m->model->config().n_vocab));
-    EngineCore engine(*m->model, *m->tokenizer, a.engine.to_config(m->n_ctx));
+    const auto draft = a.engine.draft_model.empty() ? nullptr : load_draft_model(a.engine.draft_model, *m);
+    EngineConfig ec = a.engine.to_config(m->n_ctx);
+    if (draft) ec.draft_model = draft->model.get();
+    EngineCore engine(*m->model, *m->tokenizer, ec);
     GenerationParams gp;
     gp.sampling = p;
     bool failed = false;

@@ -91,6 +91,7 @@ void serve(const ServeArgs& a) {
   std::fflush(stderr);
 
   std::unique_ptr<LoadedModel> m;
+  std::unique_ptr<LoadedModel> draft;  // declared before the engine: destroyed after it
   std::unique_ptr<EngineCore> engine;
   std::atomic<bool> loaded{false};
   std::string load_error;
@@ -99,7 +100,9 @@ void serve(const ServeArgs& a) {
       ModelArgs margs = a.model;
       margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
       m = load_model(margs);
+      if (!a.engine.draft_model.empty()) draft = load_draft_model(a.engine.draft_model, *m);
       EngineConfig ec = a.engine.to_config(m->n_ctx);
+      if (draft) ec.draft_model = draft->model.get();
       ec.max_waiting = a.max_queue;
       server::ApiBackend b;
       b.tokenizer = m->tokenizer.get();

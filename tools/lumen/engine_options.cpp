@@ -30,6 +30,8 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                 "speculative decoding by n-gram prompt lookup: draft the tokens that followed the latest earlier "
                 "occurrence of the last N tokens (--spec-ngram alone: N = 3; --spec-ngram=N)");
   cmd->add_option("--spec-tokens", spec_tokens, "most draft tokens verified per step and request (default 4; 0 = off)");
+  cmd->add_option("--draft-model", draft_model,
+                  "speculative decoding with this draft model (the target's vocabulary; runs on the same threads)");
 }
 
 void KvTypeArgs::add_to(CLI::App* cmd, const std::string& default_note) {

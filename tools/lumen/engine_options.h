@@ -34,6 +34,7 @@ struct EngineArgs {
   KvTypeArgs kv_types;  // default f16, as llama.cpp
   int32_t spec_ngram = 0;   // --spec-ngram[=N]: n-gram prompt lookup matching N tokens (3 when bare)
   int32_t spec_tokens = 4;  // --spec-tokens K: most drafts per step (0 = off)
+  std::string draft_model;  // --draft-model FILE: speculative decoding with a draft model
 
   void add_to(CLI::App* cmd, bool with_parallel = true);
   EngineConfig to_config(int64_t n_ctx) const;

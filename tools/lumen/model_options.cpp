@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "engine/spec/draft_model_proposer.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -48,6 +49,20 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   const int64_t train = m->model->config().n_ctx_train;
   if (args.n_ctx < 0) fail("--ctx-size must not be negative");
   m->n_ctx = args.n_ctx > 0 ? args.n_ctx : std::min<int64_t>(train, 4096);
+  return m;
+}
+
+std::unique_ptr<LoadedModel> load_draft_model(const std::string& path, const LoadedModel& target) {
+  if (!std::filesystem::exists(path)) fail("{}: no such draft model file (--draft-model)", path);
+  auto m = std::make_unique<LoadedModel>();
+  m->file = GgufFile::open(path);
+  ModelOptions opt;
+  opt.n_batch = target.model->n_batch();
+  opt.pool = target.model->shared_pool();  // one pool: the draft must not spin a second on the same cores
+  m->model = Model::load(m->file, opt);
+  m->tokenizer = Tokenizer::from_gguf(*m->file);
+  DraftModelProposer::check_vocabularies(*target.tokenizer, *m->tokenizer);
+  m->n_ctx = target.n_ctx;
   return m;
 }
 

@@ -34,5 +34,9 @@ struct LoadedModel {
 };
 
 std::unique_ptr<LoadedModel> load_model(const ModelArgs& args);
+// A draft model for speculative decoding (--draft-model): on the target's thread pool, with
+// the target's batch size and context; Error unless its vocabulary is the target's, piece for
+// piece (naming the first differing id).
+std::unique_ptr<LoadedModel> load_draft_model(const std::string& path, const LoadedModel& target);
 
 }  // namespace lumen::cli

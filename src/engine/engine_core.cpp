@@ -61,6 +61,8 @@ struct EngineCore::Sequence {
   double submitted_at = 0, first_scheduled_at = -1, last_token_at = -1;
   RequestTimings timings;
   int32_t spec_k = 0;  // drafts to propose next (adapts within [1, spec_tokens])
+  double spec_alpha = 0.7;  // running acceptance rate of its drafts (optimistic start)
+  int32_t spec_idle = 0;    // passes without drafts since the last probe
   std::vector<TokenDist> spec_dists;  // the proposer's distribution of each of req.spec_token_ids (or empty)
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
@@ -540,12 +542,41 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
 }
 
 // k adapts to how a sequence's last drafts fared: all accepted, one more (up to --spec-tokens);
-// none, one fewer (at least 1). Then the sequence wants drafts for its next step.
+// none, one fewer (at least 1); with the cost model, no more than pays for itself (see
+// EngineConfig::spec_cost_model). Then the sequence wants drafts for its next step.
 void EngineCore::adapt_spec_k(Sequence& q, int64_t n_spec, int64_t n_accepted) {
   if (q.spec_k == 0) q.spec_k = config_.spec_tokens;
   if (n_spec > 0 && n_accepted == n_spec) q.spec_k = std::min(config_.spec_tokens, q.spec_k + 1);
   else if (n_spec > 0 && n_accepted == 0) q.spec_k = std::max(1, q.spec_k - 1);
+  if (n_spec > 0) q.spec_alpha = 0.8 * q.spec_alpha + 0.2 * static_cast<double>(n_accepted) / static_cast<double>(n_spec);
   to_propose_.push_back(q.req.id);
+}
+
+// Drafts worth proposing for a sequence: with the step time a + c x tokens, the proposer's time
+// d per draft and an acceptance rate alpha, k drafts emit 1 + alpha + ... + alpha^k tokens for
+// (a + c (1 + k) + d k) / (a + c) the time of a plain step; the best k of [0, spec_k] (0 when
+// none gains 5%).
+int32_t EngineCore::spec_budget(Sequence& q) {
+  // Only for greedy requests: their output is the same with drafts or without, so a decision
+  // from measured times changes nothing but speed. A sampling request's drafts change how its
+  // seeded generator is consumed, so its k must depend on its own history alone.
+  if (!config_.spec_cost_model || !q.sampler.params().greedy()) return q.spec_k;
+  double a = 0, c = 0;
+  if (!pacer_.fit(&a, &c) || c <= 0 || a + c <= 0) return q.spec_k;  // not measured yet: optimistic
+  int32_t best = 0;
+  double best_gain = 1.05, emitted = 1, term = 1;
+  for (int32_t k = 1; k <= q.spec_k; k++) {
+    term *= q.spec_alpha;
+    emitted += term;
+    const double gain = emitted * (a + c) / (a + c * (1 + k) + k * draft_ms_per_token_);
+    if (gain > best_gain) best_gain = gain, best = k;
+  }
+  if (best == 0 && ++q.spec_idle >= 32) {  // probe now and then: alpha may have changed
+    q.spec_idle = 0;
+    return 1;
+  }
+  if (best > 0) q.spec_idle = 0;
+  return best;
 }
 
 // The next step's drafts of every sequence that just decoded, in one call (a draft model batches
@@ -561,7 +592,7 @@ void EngineCore::propose_drafts() {
     ProposalRequest p;
     p.id = r.id;
     p.tokens = r.tokens;
-    p.k = static_cast<int32_t>(std::min<int64_t>(q.spec_k, room));
+    p.k = static_cast<int32_t>(std::min<int64_t>(spec_budget(q), room));
     p.params = &q.sampler.params();
     p.drafts = &r.spec_token_ids;
     p.dists = &q.spec_dists;
@@ -571,8 +602,14 @@ void EngineCore::propose_drafts() {
   }
   to_propose_.clear();
   if (proposals_.empty()) return;
+  const double t0 = now_ms();
   try {
     proposer_->propose_batch(proposals_);
+    int64_t n = 0;
+    for (const ProposalRequest& p : proposals_) n += p.k;
+    // The proposer's time per draft asked for (a running mean): what a draft costs beside the
+    // target's pass.
+    if (n > 0) draft_ms_per_token_ = 0.9 * draft_ms_per_token_ + 0.1 * (now_ms() - t0) / static_cast<double>(n);
   } catch (const std::exception& e) {
     // A failing proposer costs speed, never a request: no drafts this step.
     for (ProposalRequest& p : proposals_) p.drafts->clear(), p.dists->clear();

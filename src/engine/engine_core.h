@@ -61,6 +61,13 @@ struct EngineConfig {
   // k within [1, spec_tokens]: grows on full acceptance, shrinks on none).
   int32_t spec_ngram = 0;
   int32_t spec_tokens = 4;
+  // Weigh drafts against their cost: from the measured step time (a + c x tokens, the pacer's
+  // fit) and each sequence's acceptance rate, draft the k that maximises expected tokens per unit
+  // of step time, none when no k beats a plain step (so speculation cannot make decoding much
+  // slower; a sequence without drafts probes with one every 32 passes). Greedy requests only (their
+  // output cannot change; a sampling request's k must not depend on timing, or its seed would not
+  // reproduce it). Off: always the adapted k.
+  bool spec_cost_model = true;
   // Any other proposer (tests; overrides spec_ngram). Called on the engine thread only.
   std::shared_ptr<Proposer> spec_proposer;
   // A draft model (--draft-model) with the target's vocabulary (the caller checks the pieces:
@@ -165,6 +172,7 @@ class EngineCore {
   bool apply_token(Sequence& q, StreamEvent event);  // false: the sequence finished (and is gone)
   void adapt_spec_k(Sequence& q, int64_t n_spec, int64_t n_accepted);
   void propose_drafts();
+  int32_t spec_budget(Sequence& q);
   void finish(Sequence& q, FinishReason reason, StreamEvent event, const std::string& error = {});
   void cancel_all();
   void publish_stats();
@@ -188,6 +196,7 @@ class EngineCore {
   std::shared_ptr<Proposer> proposer_;  // null: no speculative decoding
   std::vector<RequestId> to_propose_;    // sequences that decoded this step
   std::vector<ProposalRequest> proposals_;
+  double draft_ms_per_token_ = 0;  // the proposer's time per draft (running mean)
   std::vector<float> logits_;
   std::vector<Sample> samples_;
   EngineStats local_stats_;

@@ -13,7 +13,8 @@ PrefillPacer::PrefillPacer(double factor, int64_t min_tokens, int64_t max_tokens
     : factor_(factor), min_tokens_(std::max<int64_t>(1, min_tokens)), max_tokens_(std::max(min_tokens_, max_tokens)) {}
 
 void PrefillPacer::observe(int64_t n_tokens, double step_ms) {
-  if (factor_ <= 0 || n_tokens < 1 || !(step_ms >= 0) || !std::isfinite(step_ms)) return;
+  // The fit is kept even when pacing is off: speculative decoding weighs drafts with it.
+  if (n_tokens < 1 || !(step_ms >= 0) || !std::isfinite(step_ms)) return;
   const double x = static_cast<double>(n_tokens), y = step_ms;
   s0_ = kDecay * s0_ + 1;
   sx_ = kDecay * sx_ + x;

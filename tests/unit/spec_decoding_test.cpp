@@ -226,19 +226,22 @@ TEST_P(SpecEngine, GreedyOutputIsTheSameWithAndWithoutSpeculation) {
     c.n_ctx = 256;
     c.spec_ngram = 3;
     c.spec_tokens = k;
+    c.spec_cost_model = k != 4;  // on a model this small drafts rarely pay: k = 4 runs them regardless
     c.max_batch_tokens = 64;  // drafts compete with the prompts for the budget
     EngineCore e(*m.model, *m.tok, c);
     // Alone, then all together.
     RequestTimings t;
     EXPECT_EQ(drain(*e.submit(prompts[0], gen(n_gen)), &t), want[0]);
-    EXPECT_GT(t.spec_accepted, 0) << "the repeating prompt was meant to be predictable";
-    EXPECT_GT(static_cast<double>(t.spec_emitted) / static_cast<double>(t.spec_passes), 1.0);
+    if (!c.spec_cost_model) {
+      EXPECT_GT(t.spec_accepted, 0) << "the repeating prompt was meant to be predictable";
+      EXPECT_GT(static_cast<double>(t.spec_emitted) / static_cast<double>(t.spec_passes), 1.0);
+    }
     std::vector<std::shared_ptr<RequestHandle>> hs;
     for (const auto& p : prompts) hs.push_back(e.submit(p, gen(n_gen)));
     for (size_t i = 0; i < hs.size(); i++) EXPECT_EQ(drain(*hs[i]), want[i]) << "prompt " << i;
     e.wait_idle();
     const EngineStats s = e.stats();
-    EXPECT_GT(s.spec.proposed, 0);
+    EXPECT_GT(s.spec.proposed, 0);  // the cost model probes at least
     EXPECT_LE(s.spec.accepted, s.spec.proposed);
     EXPECT_EQ(e.leak_report(), "");
   }
@@ -263,6 +266,7 @@ TEST(SpecEngineStories, ADraftRejectedEverywhereChangesNothing) {
     EngineConfig c;
     c.n_ctx = 256;
     c.spec_tokens = 6;
+    c.spec_cost_model = false;  // keep drafting though every draft fails
     c.spec_proposer = std::make_shared<WrongProposer>();
     c.block_size = 4;  // rejected drafts span blocks: the trim frees them
     EngineCore e(*m.model, *m.tok, c);
@@ -292,6 +296,7 @@ TEST(SpecEngineStories, ASeedReproducesASampledSpeculativeOutput) {
   c.n_ctx = 256;
   c.spec_ngram = 2;
   c.spec_tokens = 4;
+  c.spec_cost_model = false;  // the seed's outputs must not depend on measured step times
   EngineCore e(*m.model, *m.tok, c);
   const auto a = drain(*e.submit(prompt, gen(50, 1.0f, 99)));
   const auto b = drain(*e.submit(prompt, gen(50, 1.0f, 99)));
@@ -338,6 +343,7 @@ TEST_P(DraftSpec, GreedyOutputIsTheSameWithAndWithoutADraftModel) {
     c.n_ctx = 256;
     c.draft_model = draft.model.get();
     c.spec_tokens = k;
+    c.spec_cost_model = false;
     c.max_batch_tokens = 64;
     EngineCore e(*target.model, *target.tok, c);
     RequestTimings t;
@@ -369,6 +375,7 @@ TEST(DraftSpecStories, SampledOutputWithADraftIsReproducibleAndLeaksNothing) {
   c.n_ctx = 256;
   c.draft_model = draft.model.get();
   c.spec_tokens = 4;
+  c.spec_cost_model = false;
   c.block_size = 4;
   EngineCore e(*target.model, *target.tok, c);
   const auto prompt = target.tok->encode("Once upon a time", true, false);

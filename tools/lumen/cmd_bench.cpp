@@ -15,6 +15,7 @@
 #include "diagnostics/batch_benchmark.h"
 #include "diagnostics/benchmark.h"
 #include "diagnostics/roofline_report.h"
+#include "diagnostics/spec_benchmark.h"
 #include "gguf/gguf_file.h"
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
@@ -38,6 +39,8 @@ struct BenchArgs {
   std::string plot;
   std::vector<int64_t> batches;  // --batch: through the engine, this many sequences at once
   int64_t cached_prefix = 0;     // --cached-prefix: TTFT with this many prompt tokens cached
+  std::string prompt;            // --prompt: the text speculative decoding continues
+  bool verify_cost = false;      // --verify-cost: a pass over k + 1 tokens against a 1-token step
   EngineArgs engine;
 };
 
@@ -209,6 +212,9 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
   }
 }
 
+void run_verify_cost(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads);
+void run_speculative_bench(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads);
+
 void run_bench(const BenchArgs& a) {
   if (a.n_prompt < 1) fail("-p/--n-prompt must be at least 1");
   if (a.n_gen < 0) fail("-n/--n-gen must not be negative");
@@ -267,6 +273,14 @@ void run_bench(const BenchArgs& a) {
 
   if (!a.batches.empty() || a.cached_prefix > 0) {
     run_engine_bench(a, *m, machine, n_threads, path);
+    return;
+  }
+  if (a.verify_cost) {
+    run_verify_cost(a, *m, path, n_threads);
+    return;
+  }
+  if (!a.engine.draft_model.empty() || a.engine.spec_ngram > 0) {
+    run_speculative_bench(a, *m, path, n_threads);
     return;
   }
 
@@ -389,6 +403,61 @@ void run_bench(const BenchArgs& a) {
   if (!a.plot.empty()) fmt::print("\nplot      {}\n", a.plot);
 }
 
+// --verify-cost: one sequence at a -p token context; a pass over k + 1 tokens (k drafts) for
+// k = 0..8, median of -r x 10 passes each.
+void run_verify_cost(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads) {
+  const EngineConfig ec = a.engine.to_config(0);
+  const auto costs = measure_verify_cost(*m.model, a.n_prompt, 8, std::max(1, a.n_reps) * 10, ec.kv_type_k, ec.kv_type_v);
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const VerifyCost& c : costs) rows.push_back({{"k", c.k}, {"tokens", c.k + 1}, {"ms", c.ms}, {"ratio", c.ratio}});
+    fmt::print("{}\n", nlohmann::json{{"model", path}, {"threads", n_threads}, {"n_ctx", a.n_prompt}, {"verify_cost", rows}}.dump(2));
+    return;
+  }
+  fmt::print("model     {}\nsetup     {} threads, {} kernels, context {} tokens, {} KV cache\n", path, n_threads,
+             isa_name(active_isa()), a.n_prompt, kv_types_name(ec.kv_type_k, ec.kv_type_v));
+  fmt::print("\n{:>3} {:>7} {:>10} {:>12}\n", "k", "tokens", "pass ms", "vs 1 token");
+  for (const VerifyCost& c : costs) fmt::print("{:>3} {:>7} {:>10.3f} {:>11.2f}x\n", c.k, c.k + 1, c.ms, c.ratio);
+}
+
+// --draft-model / --spec-ngram: greedy decode of --prompt through the engine without and with
+// speculation.
+void run_speculative_bench(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads) {
+  std::unique_ptr<LoadedModel> draft;
+  if (!a.engine.draft_model.empty()) draft = load_draft_model(a.engine.draft_model, m);
+  EngineConfig ec = a.engine.to_config(0);
+  if (draft) ec.draft_model = draft->model.get();
+  const std::string text = a.prompt.empty() ? "Once upon a time" : a.prompt;
+  const std::vector<int32_t> prompt = m.tokenizer->encode(text, true, false);
+  const SpecBenchResult r = run_spec_benchmark(*m.model, *m.tokenizer, ec, prompt, a.n_gen, std::max(1, a.n_reps));
+  const std::string proposer = draft ? "draft model " + a.engine.draft_model : fmt::format("n-gram lookup (n = {})", ec.spec_ngram);
+  if (a.json) {
+    fmt::print("{}\n", nlohmann::json{{"model", path},
+                                      {"threads", n_threads},
+                                      {"proposer", proposer},
+                                      {"spec_tokens", ec.spec_tokens},
+                                      {"prompt_tokens", prompt.size()},
+                                      {"n_gen", r.n_gen},
+                                      {"decode_tok_s", r.plain_decode_tok_s},
+                                      {"spec_decode_tok_s", r.spec_decode_tok_s},
+                                      {"speedup", r.speedup},
+                                      {"proposed", r.proposed},
+                                      {"accepted", r.accepted},
+                                      {"acceptance_rate", r.acceptance_rate},
+                                      {"tokens_per_target_pass", r.tokens_per_target_pass},
+                                      {"identical", r.identical}}
+                             .dump(2));
+    return;
+  }
+  fmt::print("model     {}\nproposer  {}, up to {} drafts per step\nsetup     {} threads, {} kernels; prompt {} tokens, "
+             "{} generated (greedy), medians of {}\n",
+             path, proposer, ec.spec_tokens, n_threads, isa_name(active_isa()), prompt.size(), r.n_gen, std::max(1, a.n_reps));
+  fmt::print("decode    {:.1f} tok/s without speculation, {:.1f} tok/s with: {:.2f}x\n", r.plain_decode_tok_s,
+             r.spec_decode_tok_s, r.speedup);
+  fmt::print("drafts    {} proposed, {} accepted ({:.1f}%), {:.2f} tokens per target pass; outputs {}\n", r.proposed,
+             r.accepted, 100.0 * r.acceptance_rate, r.tokens_per_target_pass, r.identical ? "identical" : "DIFFER");
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -405,6 +474,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--cached-prefix", a.cached_prefix,
                   "through the engine: TTFT of a prompt whose first N tokens are in the prefix cache, against cold");
   a.engine.add_to(cmd, /*with_parallel=*/false);
+  cmd->add_option("--prompt", a.prompt, "with --draft-model or --spec-ngram: the text to continue (default 'Once upon a time')");
+  cmd->add_flag("--verify-cost", a.verify_cost,
+                "time one pass over k + 1 tokens of a sequence at a -p token context against a 1-token step, k = 0..8");
   cmd->add_flag("--remeasure", a.remeasure,
                 "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
   register_bench_serve(*cmd);

@@ -30,6 +30,8 @@ void EngineArgs::add_to(CLI::App* cmd, bool with_parallel) {
                 "speculative decoding by n-gram prompt lookup: draft the tokens that followed the latest earlier "
                 "occurrence of the last N tokens (--spec-ngram alone: N = 3; --spec-ngram=N)");
   cmd->add_option("--spec-tokens", spec_tokens, "most draft tokens verified per step and request (default 4; 0 = off)");
+  cmd->add_flag("--spec-always", spec_always,
+                "draft even where the measured step times say drafts do not pay (greedy requests weigh them by default)");
   cmd->add_option("--draft-model", draft_model,
                   "speculative decoding with this draft model (the target's vocabulary; runs on the same threads)");
 }
@@ -63,6 +65,7 @@ EngineConfig EngineArgs::to_config(int64_t n_ctx) const {
   c.kv_type_v = kv_types.v_type();
   c.spec_ngram = spec_ngram;
   c.spec_tokens = spec_tokens;
+  c.spec_cost_model = !spec_always;
   return c;
 }
 

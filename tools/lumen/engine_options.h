@@ -35,6 +35,7 @@ struct EngineArgs {
   int32_t spec_ngram = 0;   // --spec-ngram[=N]: n-gram prompt lookup matching N tokens (3 when bare)
   int32_t spec_tokens = 4;  // --spec-tokens K: most drafts per step (0 = off)
   std::string draft_model;  // --draft-model FILE: speculative decoding with a draft model
+  bool spec_always = false; // --spec-always: draft whether or not it pays (no cost model)
 
   void add_to(CLI::App* cmd, bool with_parallel = true);
   EngineConfig to_config(int64_t n_ctx) const;

@@ -183,6 +183,40 @@ TEST_F(BenchCli, CachedPrefixTtft) {
   EXPECT_GT(j["ttft_cold_ms"].get<double>(), 0.0);
 }
 
+// Speculative decoding side by side (n-gram and a draft model: the target itself, accepted
+// everywhere), and the verification-pass cost table.
+TEST_F(BenchCli, SpeculativeDecodingSideBySide) {
+  auto r = test::run_cli("bench " + model_ + " --spec-ngram=2 --spec-tokens 3 --spec-always -n 24 -r 1 --json --prompt " +
+                         test::shell_quote("Lily and Tom went to the park. Lily and Tom went to the park. Lily and Tom"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_TRUE(j["identical"].get<bool>());
+  EXPECT_GT(j["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(j["spec_decode_tok_s"].get<double>(), 0);
+  EXPECT_GE(j["tokens_per_target_pass"].get<double>(), 1.0);
+  EXPECT_NE(j["proposer"].get<std::string>().find("n-gram"), std::string::npos);
+  r = test::run_cli("bench " + model_ + " --draft-model " + test::shared_path("models/stories260K.gguf") +
+                    " --spec-tokens 4 --spec-always -n 24 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  EXPECT_TRUE(j["identical"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["acceptance_rate"].get<double>(), 1.0);  // the target agrees with itself
+  EXPECT_GT(j["tokens_per_target_pass"].get<double>(), 2.0);
+  r = test::run_cli("bench " + model_ + " --verify-cost -p 40 -r 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = json::parse(r.out);
+  ASSERT_EQ(j["verify_cost"].size(), 9u);
+  EXPECT_EQ(j["verify_cost"][0]["tokens"], 1);
+  EXPECT_DOUBLE_EQ(j["verify_cost"][0]["ratio"].get<double>(), 1.0);
+  EXPECT_EQ(j["verify_cost"][8]["k"], 8);
+  // A draft with another vocabulary is a clear error.
+  if (test::shared_exists("models/zh-tang-poem-750K.gguf")) {
+    r = test::run_cli("bench " + model_ + " --draft-model " + test::shared_path("models/zh-tang-poem-750K.gguf") + " -n 4 -r 1");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {
   for (const char* args : {" -p 0", " -n -1", " -r 0"}) {
     auto r = test::run_cli("bench " + model_ + args);

@@ -55,6 +55,25 @@ TEST_F(RunCli, JsonHasTokensTextAndTimings) {
   }
 }
 
+// Speculative decoding from the command line: the same greedy text, and timings.spec in the JSON.
+TEST_F(RunCli, SpeculativeDecodingKeepsTheGreedyTextAndReportsSpec) {
+  const std::string prompt = test::shell_quote("Lily and Tom went to the park. Lily and Tom went to the park.");
+  auto plain = test::run_cli("run " + model_ + " -p " + prompt + " -n 32 --temp 0 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::string& spec : std::vector<std::string>{"--spec-ngram --spec-always", "--draft-model " + test::shared_path("models/stories260K.gguf")}) {
+    SCOPED_TRACE(spec);
+    auto r = test::run_cli("run " + model_ + " -p " + prompt + " -n 32 --temp 0 --json " + spec);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json a = json::parse(plain.out), b = json::parse(r.out);
+    EXPECT_EQ(b["tokens"], a["tokens"]);
+    ASSERT_TRUE(b["timings"].contains("spec")) << r.out;
+    const json& s = b["timings"]["spec"];
+    for (const char* k : {"proposed", "accepted", "acceptance_rate", "tokens_per_target_pass"}) EXPECT_TRUE(s.contains(k)) << k;
+    EXPECT_GE(s["tokens_per_target_pass"].get<double>(), 1.0);
+  }
+  EXPECT_FALSE(json::parse(plain.out)["timings"].contains("spec"));
+}
+
 TEST_F(RunCli, LogitBiasBansAToken) {
   auto base = json::parse(test::run_cli("run " + model_ + " --json -n 8 -p 'Once upon a time'").out);
   const int first = base["tokens"][0];

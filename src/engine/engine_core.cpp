@@ -419,6 +419,14 @@ void EngineCore::step() {
       q.timings.spec_emitted += n_emit;
       q.timings.spec_proposed += n_spec;
       q.timings.spec_accepted += smp.n_accepted;
+      if (q.timings.spec_proposed_at.size() < static_cast<size_t>(n_spec)) {
+        q.timings.spec_proposed_at.resize(static_cast<size_t>(n_spec), 0);
+        q.timings.spec_accepted_at.resize(static_cast<size_t>(n_spec), 0);
+      }
+      for (int64_t j = 0; j < n_spec; j++) {
+        q.timings.spec_proposed_at[j]++;
+        q.timings.spec_accepted_at[j] += j < smp.n_accepted;
+      }
     }
     bool alive = apply_token(q, std::move(smp.event));
     for (size_t i = 0; alive && i < smp.extra.size(); i++) alive = apply_token(q, std::move(smp.extra[i]));

@@ -30,6 +30,7 @@ struct RequestTimings {
   // Speculative decoding (when on): drafts proposed and accepted, target passes and the tokens
   // they emitted.
   int64_t spec_proposed = 0, spec_accepted = 0, spec_passes = 0, spec_emitted = 0;
+  std::vector<int64_t> spec_proposed_at, spec_accepted_at;  // per draft position (0 = the first)
   bool spec_on() const { return spec_passes > 0; }
   double spec_acceptance_rate() const { return spec_proposed > 0 ? static_cast<double>(spec_accepted) / static_cast<double>(spec_proposed) : 0; }
   double spec_tokens_per_pass() const { return spec_passes > 0 ? static_cast<double>(spec_emitted) / static_cast<double>(spec_passes) : 0; }

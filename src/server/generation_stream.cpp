@@ -31,6 +31,14 @@ Json bytes_of(const std::string& piece) {
 
 }  // namespace
 
+// Per draft position: the share of the drafts at that position that were accepted.
+static Json spec_rates(const RequestTimings& t) {
+  Json a = Json::array();
+  for (size_t i = 0; i < t.spec_proposed_at.size(); i++)
+    a.push_back(t.spec_proposed_at[i] > 0 ? static_cast<double>(t.spec_accepted_at[i]) / static_cast<double>(t.spec_proposed_at[i]) : 0.0);
+  return a;
+}
+
 Json timings_json(const RequestTimings& t) {
   const double computed = static_cast<double>(t.prompt_tokens - t.cached_prompt_tokens);
   const double prefill = t.prefill_ms();
@@ -54,7 +62,8 @@ Json timings_json(const RequestTimings& t) {
     j["spec"] = {{"proposed", t.spec_proposed},
                  {"accepted", t.spec_accepted},
                  {"acceptance_rate", t.spec_acceptance_rate()},
-                 {"tokens_per_target_pass", t.spec_tokens_per_pass()}};
+                 {"tokens_per_target_pass", t.spec_tokens_per_pass()},
+                 {"acceptance_rate_per_position", spec_rates(t)}};
   return j;
 }
 

@@ -70,6 +70,8 @@ TEST_F(RunCli, SpeculativeDecodingKeepsTheGreedyTextAndReportsSpec) {
     const json& s = b["timings"]["spec"];
     for (const char* k : {"proposed", "accepted", "acceptance_rate", "tokens_per_target_pass"}) EXPECT_TRUE(s.contains(k)) << k;
     EXPECT_GE(s["tokens_per_target_pass"].get<double>(), 1.0);
+    ASSERT_TRUE(s["acceptance_rate_per_position"].is_array());
+    for (const auto& rate : s["acceptance_rate_per_position"]) EXPECT_TRUE(rate.get<double>() >= 0 && rate.get<double>() <= 1);
   }
   EXPECT_FALSE(json::parse(plain.out)["timings"].contains("spec"));
 }

@@ -220,7 +220,7 @@ TEST_P(SpecEngine, GreedyOutputIsTheSameWithAndWithoutSpeculation) {
     EngineCore e(*m.model, *m.tok, c);
     for (const auto& p : prompts) want.push_back(drain(*e.submit(p, gen(n_gen))));
   }
-  for (int k : {1, 2, 4, 8}) {
+  for (int k = 1; k <= 8; k++) {
     SCOPED_TRACE(testing::Message() << "k " << k);
     EngineConfig c;
     c.n_ctx = 256;
@@ -337,7 +337,7 @@ TEST_P(DraftSpec, GreedyOutputIsTheSameWithAndWithoutADraftModel) {
     for (const auto& p : prompts) want.push_back(drain(*e.submit(p, gen(n_gen))));
   }
   const bool same = std::string(dc.target) == dc.draft;
-  for (int k : {1, 3, 4, 8}) {
+  for (int k = 1; k <= 8; k++) {
     SCOPED_TRACE(testing::Message() << "k " << k);
     EngineConfig c;
     c.n_ctx = 256;

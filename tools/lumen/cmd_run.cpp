@@ -118,6 +118,14 @@ void print_timings(const RunResult& r, uint64_t seed) {
                t.spec_accepted, 100.0 * t.spec_acceptance_rate(), t.spec_tokens_per_pass());
 }
 
+// Per draft position: the share of the drafts at that position that were accepted.
+nlohmann::json spec_rates(const RequestTimings& t) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t i = 0; i < t.spec_proposed_at.size(); i++)
+    a.push_back(t.spec_proposed_at[i] > 0 ? static_cast<double>(t.spec_accepted_at[i]) / static_cast<double>(t.spec_proposed_at[i]) : 0.0);
+  return a;
+}
+
 nlohmann::json to_json(const RunResult& r, uint64_t seed) {
   const auto& t = r.timings;
   nlohmann::json j;
@@ -147,7 +155,8 @@ nlohmann::json to_json(const RunResult& r, uint64_t seed) {
     j["timings"]["spec"] = {{"proposed", t.spec_proposed},
                             {"accepted", t.spec_accepted},
                             {"acceptance_rate", t.spec_acceptance_rate()},
-                            {"tokens_per_target_pass", t.spec_tokens_per_pass()}};
+                            {"tokens_per_target_pass", t.spec_tokens_per_pass()},
+                 {"acceptance_rate_per_position", spec_rates(t)}};
   return j;
 }
 

@@ -37,6 +37,7 @@ describe('speculative decoding', () => {
       for (const k of ['proposed', 'accepted', 'acceptance_rate', 'tokens_per_target_pass']) assert.equal(typeof s[k], 'number', k);
       assert.ok(s.proposed > 0 && s.accepted === s.proposed, 'the target as its own draft is accepted everywhere');
       assert.ok(s.tokens_per_target_pass > 1.5);
+      assert.ok(Array.isArray(s.acceptance_rate_per_position) && s.acceptance_rate_per_position.every((r) => r === 1));
     }
   });
 

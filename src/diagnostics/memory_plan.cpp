@@ -10,7 +10,6 @@
 #include "core/error.h"
 #include "core/system_memory.h"
 #include "gguf/gguf_file.h"
-#include "kv/kv_storage.h"
 #include "kv/kv_groups.h"
 #include "kv/kv_storage.h"
 #include "model/model_config.h"
@@ -57,26 +56,16 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     p.memory_is_available_ram = true;
   }
 
-  // Per layer attention spans: the model's own (sliding_window keys), or a window on every layer
-  // to evaluate (--window).
-  auto windows_for = [&](int64_t window) {
-    return window > 0 ? std::vector<int32_t>(static_cast<size_t>(c.n_layer), static_cast<int32_t>(window)) : c.layer_window;
-  };
   auto row = [&](std::string label, GgmlType k, GgmlType v, int64_t ctx, int64_t window) {
     PlanRow r;
     r.label = std::move(label);
     r.k_type = k;
     r.v_type = v;
     r.n_ctx = ctx;
-    KvLayout layout;
-    layout.n_layer = c.n_layer;
-    layout.n_head_kv = c.n_head_kv;
-    layout.kv_dim_k = c.kv_dim_k();
-    layout.kv_dim_v = c.kv_dim_v();
-    layout.k_type = k;
-    layout.v_type = v;
-    layout.block_size = q.block_size;
-    layout.layer_window = windows_for(window);
+    // Per layer attention spans: the model's own (sliding_window keys), or a window on every
+    // layer to evaluate (--window).
+    KvLayout layout = kv_layout_for(c, k, v, q.block_size);
+    if (window > 0) layout.layer_window.assign(static_cast<size_t>(c.n_layer), static_cast<int32_t>(window));
     for (const int32_t w : layout.layer_window) {
       r.window = std::max<int64_t>(r.window, w);
       r.windowed_layers += w > 0;
@@ -85,10 +74,7 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     // What the pool holds for one sequence at this depth while it decodes: every block of a
     // global layer group, the window's blocks (W / block size + 1) of a windowed one, blocks
     // being whole groups of layers (kv_groups.h).
-    const KvGroups groups = layout.groups();
-    std::vector<int32_t> group_windows;
-    for (const KvGroup& g : groups.groups) group_windows.push_back(g.window);
-    r.kv_blocks_per_sequence = max_blocks_held(group_windows, q.block_size, ctx, 1);
+    r.kv_blocks_per_sequence = max_blocks_held(layout.groups().windows(), q.block_size, ctx, 1);
     r.kv_bytes_per_sequence = static_cast<double>(r.kv_blocks_per_sequence) * static_cast<double>(layout.block_bytes());
     const double room = static_cast<double>(p.memory_bytes) - p.weights_bytes;
     r.sequences_fit = room > 0 && r.kv_bytes_per_sequence > 0 ? static_cast<int64_t>(std::floor(room / r.kv_bytes_per_sequence)) : 0;

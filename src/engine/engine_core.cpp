@@ -108,9 +108,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   if (c.kv_memory < 0) fail("--kv-memory must not be negative");
   if (c.kv_memory == 0) {
     // What n_ctx x max_running needs, capped by 90% of the memory available now.
-    std::vector<int32_t> windows;
-    for (const KvGroup& g : layout.groups().groups) windows.push_back(g.window);
-    int64_t want = max_blocks_held(windows, c.block_size, c.n_ctx, c.max_batch_tokens) * c.max_running * block_bytes;
+    int64_t want = max_blocks_held(layout.groups().windows(), c.block_size, c.n_ctx, c.max_batch_tokens) * c.max_running * block_bytes;
     const int64_t avail = available_memory();
     if (avail > 0) want = std::min(want, avail / 10 * 9);
     c.kv_memory = std::max(want, block_bytes);
@@ -125,8 +123,7 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
   ko.block_size = c.block_size;
   ko.prefix_caching = c.prefix_caching;
   ko.salt = cache_salt(model, layout);
-  ko.group_windows.clear();
-  for (const KvGroup& g : layout.groups().groups) ko.group_windows.push_back(g.window);
+  ko.group_windows = layout.groups().windows();
 
   kv_ = std::make_unique<KvCacheManager>(ko);
   // The longest sequence the whole pool holds: every block of each global group, a window and

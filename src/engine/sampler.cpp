@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -40,6 +41,13 @@ double Sampler::uniform01() {
   // The top 53 bits of one 64-bit draw, scaled by 2^-53: every double in [0, 1) on the
   // 2^-53 grid, equally likely, bit-identical on every platform.
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+size_t Sampler::history_needed() const {
+  const SamplingParams& p = params_;
+  if (p.penalty_last_n == 0) return 0;
+  if (p.repetition_penalty == 1.0f && p.frequency_penalty == 0.0f && p.presence_penalty == 0.0f) return 0;
+  return p.penalty_last_n > 0 ? static_cast<size_t>(p.penalty_last_n) : SIZE_MAX;
 }
 
 void Sampler::apply_penalties(std::span<const int32_t> previous_tokens) {

@@ -62,6 +62,10 @@ class Sampler {
   int32_t draw(const TokenDist& d);
   double uniform() { return uniform01(); }
 
+  // How many of the latest previous tokens the penalties read (0: none are on; SIZE_MAX: all):
+  // a caller that extends the sequence for sample() need copy no more than these.
+  size_t history_needed() const;
+
   const SamplingParams& params() const { return params_; }
   int n_vocab() const { return n_vocab_; }
 

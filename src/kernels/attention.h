@@ -46,7 +46,8 @@ void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n
 // Where the K and V of one (layer, sequence) live. Kernels ask for KV head hk's slices of
 // positions [pos0, pos0 + n), n <= kAttentionKeyBlock, one block at a time: per position a
 // pointer to that head's K (head_dim_k elements) and V (head_dim_v) of the element types, each
-// slice a stored row of its own (a block type's slice starts a block). Any storage that can
+// slice a stored row of its own: a block type's slice is whole blocks, the last one padded with
+// zeros (the SIMD stagers read whole chunks of it, padding included). Any storage that can
 // answer per (position, head) fits (kv/kv_storage.h: a paged cache through a block table, head
 // slices of a block contiguous per head).
 // The contract with a windowed cache: a kernel never asks for a position below the smallest

@@ -174,18 +174,22 @@ bool KvCacheManager::allocate_slots(RequestId id, int64_t num_computed_tokens, i
   const int64_t n_entries = blocks_for(total);
   int64_t n_new = 0, n_cow = 0;
   const int64_t cow_index = num_computed_tokens / block_size_;
-  std::vector<uint8_t> cow(static_cast<size_t>(n_groups), 0);
+  // Copy-on-write: the block the new tokens start writing into is partly filled and shared with
+  // a fork. Only partly filled blocks need it: full ones are never written again. (A group's
+  // answer does not change below before its own copy is made.)
+  auto needs_cow = [&](int32_t g) {
+    if (first || num_new_tokens == 0 || num_computed_tokens % block_size_ == 0) return false;
+    const std::vector<BlockId>& blocks = it->second[g].blocks;
+    if (cow_index >= static_cast<int64_t>(blocks.size())) return false;
+    const BlockId b = blocks[cow_index];
+    return b != kNullBlock && pool_.ref_count(b) > 1;
+  };
   for (int32_t g = 0; g < n_groups; g++) {
     const int64_t held = first ? (with_prefix ? prefix->n_blocks() : 0) : static_cast<int64_t>(it->second[g].blocks.size());
     // Entries before the window of the first new token need no block (a fresh windowed table).
     const int64_t live_from = std::min(n_entries, window_begin(num_computed_tokens, windows_[g]) / block_size_);
     n_new += std::max<int64_t>(0, n_entries - std::max(held, live_from));
-    // Copy-on-write: the block the new tokens start writing into is partly filled and shared
-    // with a fork. Only partly filled blocks need it: full ones are never written again.
-    if (!first && num_new_tokens > 0 && num_computed_tokens % block_size_ != 0 && cow_index < held) {
-      const BlockId b = it->second[g].blocks[cow_index];
-      if (b != kNullBlock && pool_.ref_count(b) > 1) cow[g] = 1, n_cow++;
-    }
+    n_cow += needs_cow(g);
   }
 
   // Prefix blocks at count 0 sit in the free list: touching them takes them out of the budget.
@@ -213,7 +217,7 @@ bool KvCacheManager::allocate_slots(RequestId id, int64_t num_computed_tokens, i
         t.hashes.push_back(prefix->hashes[g][i]);
       }
     }
-    if (cow[g]) {
+    if (needs_cow(g)) {
       std::vector<BlockId> fresh;
       const bool ok = pool_.allocate(1, fresh);
       LUMEN_ASSERT(ok);

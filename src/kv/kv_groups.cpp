@@ -39,6 +39,12 @@ KvGroups KvGroups::from_windows(int64_t n_layer, std::span<const int32_t> layer_
   return g;
 }
 
+std::vector<int32_t> KvGroups::windows() const {
+  std::vector<int32_t> w;
+  for (const KvGroup& g : groups) w.push_back(g.window);
+  return w;
+}
+
 int64_t max_blocks_held(std::span<const int32_t> windows, int32_t block_size, int64_t n_tokens, int64_t max_step_tokens) {
   auto blocks_for = [block_size](int64_t n) { return (n + block_size - 1) / block_size; };
   int64_t n = 0;

@@ -32,6 +32,7 @@ struct KvGroups {
   std::vector<int32_t> layer_slot;   // per model layer: its index within the group (0..S-1)
 
   int32_t n_groups() const { return static_cast<int32_t>(groups.size()); }
+  std::vector<int32_t> windows() const;  // per group (KvCacheManager::Options::group_windows)
   // Per layer windows (0 = global; empty = every layer global) -> groups. Error for n_layer < 1
   // or a negative window.
   static KvGroups from_windows(int64_t n_layer, std::span<const int32_t> layer_window);

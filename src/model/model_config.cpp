@@ -35,6 +35,19 @@ void read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig& c
 
 }  // namespace
 
+KvLayout kv_layout_for(const ModelConfig& c, GgmlType k_type, GgmlType v_type, int32_t block_size) {
+  KvLayout l;
+  l.n_layer = c.n_layer;
+  l.n_head_kv = c.n_head_kv;
+  l.kv_dim_k = c.kv_dim_k();
+  l.kv_dim_v = c.kv_dim_v();
+  l.k_type = k_type;
+  l.v_type = v_type;
+  l.block_size = block_size;
+  l.layer_window = c.layer_window;
+  return l;
+}
+
 ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   ModelConfig c;
   c.arch = std::string(f.require_string("general.architecture"));

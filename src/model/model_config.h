@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_storage.h"
+
 namespace lumen {
 
 class GgufFile;
@@ -46,5 +48,8 @@ struct ModelConfig {
   // Reads and validates the keys; throws Error naming the file and key.
   static ModelConfig from_gguf(const GgufFile& f, RopeStyle rope_style);
 };
+
+// The shape of these hyper-parameters' KV rows (heads, dims, per-layer windows), for a KvStorage.
+KvLayout kv_layout_for(const ModelConfig& c, GgmlType k_type, GgmlType v_type, int32_t block_size);
 
 }  // namespace lumen

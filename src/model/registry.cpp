@@ -34,16 +34,7 @@ std::unique_ptr<Model> Model::load(std::shared_ptr<const GgufFile> file, const M
 }
 
 KvLayout Model::kv_layout(GgmlType k_type, GgmlType v_type, int32_t block_size) const {
-  KvLayout l;
-  l.n_layer = config_.n_layer;
-  l.n_head_kv = config_.n_head_kv;
-  l.kv_dim_k = config_.kv_dim_k();
-  l.kv_dim_v = config_.kv_dim_v();
-  l.k_type = k_type;
-  l.v_type = v_type;
-  l.block_size = block_size;
-  l.layer_window = config_.layer_window;
-  return l;
+  return kv_layout_for(config_, k_type, v_type, block_size);
 }
 
 }  // namespace lumen

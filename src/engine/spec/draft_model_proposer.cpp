@@ -23,8 +23,7 @@ void DraftModelProposer::check_vocabularies(const Tokenizer& target, const Token
 DraftModelProposer::DraftModelProposer(Model& draft, int64_t n_ctx, int64_t max_sequences) : draft_(draft), n_ctx_(n_ctx) {
   if (n_ctx < 1 || max_sequences < 1) fail("a draft model needs a context and at least one sequence");
   const KvLayout layout = draft.kv_layout(GgmlType::F16, GgmlType::F16, 16);
-  std::vector<int32_t> windows;
-  for (const KvGroup& g : layout.groups().groups) windows.push_back(g.window);
+  const std::vector<int32_t> windows = layout.groups().windows();
   const int64_t per_seq = max_blocks_held(windows, layout.block_size, n_ctx + 16, draft.n_batch()) + 1;
   KvCacheManager::Options o;
   o.n_blocks = static_cast<int32_t>(std::min<int64_t>(per_seq * max_sequences, int64_t{1} << 30));
@@ -60,7 +59,6 @@ std::vector<int32_t> DraftModelProposer::propose(std::span<const int32_t> tokens
 
 void DraftModelProposer::propose_batch(std::span<ProposalRequest> requests) {
   const int64_t n_vocab = draft_.config().n_vocab;
-  const int64_t bs = kv_->block_size();
   // Which sequences propose, and from which position their cache must catch up.
   std::vector<ProposalRequest*> active;
   std::vector<int64_t> from;
@@ -97,8 +95,12 @@ void DraftModelProposer::propose_batch(std::span<ProposalRequest> requests) {
   // A draft from the logits after `r`'s tokens and drafts so far.
   auto draw = [&](ProposalRequest& r, const float* logits) {
     SeqState& st = seqs_.at(r.id);
-    prev.assign(r.tokens.begin(), r.tokens.end());
-    prev.insert(prev.end(), r.drafts->begin(), r.drafts->end());
+    // The tokens and drafts so far, as far back as the penalties read.
+    const size_t need = st.sampler->history_needed();
+    const size_t n_drafts = r.drafts->size(), from_drafts = std::min(need, n_drafts);
+    const size_t from_tokens = std::min(need - from_drafts, r.tokens.size());
+    prev.assign(r.tokens.end() - static_cast<std::ptrdiff_t>(from_tokens), r.tokens.end());
+    prev.insert(prev.end(), r.drafts->end() - static_cast<std::ptrdiff_t>(from_drafts), r.drafts->end());
     if (r.params->greedy() || !r.dists) {
       r.drafts->push_back(st.sampler->sample(logits, prev));
       return;
@@ -130,7 +132,6 @@ void DraftModelProposer::propose_batch(std::span<ProposalRequest> requests) {
     batch_.n_groups = kv_->n_groups();
     want_row.clear();
   };
-  (void)bs;
   batch_.clear();
   batch_.n_groups = kv_->n_groups();
   // The catch-up: every sequence's new tokens, in chunks that fill batches of n_batch.

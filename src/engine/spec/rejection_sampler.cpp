@@ -31,8 +31,10 @@ Verification verify_drafts(Sampler& sampler, std::span<const int32_t> previous, 
                            const float* target_logits, int64_t n_vocab, std::span<const TokenDist> draft_dists) {
   LUMEN_ASSERT(draft_dists.empty() || draft_dists.size() == drafts.size());
   Verification v;
-  std::vector<int32_t> seq(previous.begin(), previous.end());
-  seq.reserve(previous.size() + drafts.size() + 1);
+  // The sequence the penalties see, extended by each accepted draft: only its tail they read.
+  const std::span<const int32_t> tail = previous.last(std::min(previous.size(), sampler.history_needed()));
+  std::vector<int32_t> seq(tail.begin(), tail.end());
+  seq.reserve(tail.size() + drafts.size() + 1);
   const bool greedy = sampler.params().greedy();
   TokenDist p;
   for (size_t i = 0; i <= drafts.size(); i++) {

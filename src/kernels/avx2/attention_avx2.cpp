@@ -127,20 +127,26 @@ RowBlockFn row_block_for(int64_t dkp) {
   }
 }
 
-// n values at src (halves or floats) -> floats at dst, zero-padded to a multiple of 16.
-void stage(const uint16_t* src, float* dst, int64_t n) {
+inline __m256 f16x8(__m128i h) { return _mm256_cvtph_ps(h); }
+// 8 bfloat16 values -> floats: the 16 bits are a float's upper half.
+inline __m256 bf16x8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+// n 16-bit values at src (F16 or BF16, widened by Widen) -> floats at dst, zero-padded to a
+// multiple of 16.
+template <__m256 (*Widen)(__m128i)>
+void stage_halves(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_store_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, Widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   if (i < n) {
     alignas(16) uint16_t tmp[8] = {};
     for (int64_t j = i; j < n; j++) tmp[j - i] = src[j];
-    _mm256_store_ps(dst + i, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp))));
+    _mm256_store_ps(dst + i, Widen(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp))));
     i += 8;
   }
   if (i < round16(n)) _mm256_store_ps(dst + i, _mm256_setzero_ps());
 }
 
+// n floats at src -> dst, zero-padded to a multiple of 16.
 void stage(const float* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, _mm256_loadu_ps(src + i));
@@ -151,9 +157,6 @@ void stage(const float* src, float* dst, int64_t n) {
   if (i < round16(n)) _mm256_store_ps(dst + i, _mm256_setzero_ps());
 }
 
-// 8 bfloat16 values -> floats: the 16 bits are a float's upper half.
-inline __m256 bf16x8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-
 // The fp16 scale at the start of a block (unaligned), as 8 floats.
 inline __m256 block_scale(const uint8_t* b) {
   uint16_t h;
@@ -161,29 +164,20 @@ inline __m256 block_scale(const uint8_t* b) {
   return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
 }
 
-// One row's head slice, elements [off, off + n) of a stored row of the stager's type -> floats
-// at dst, zero-padded to a multiple of 16. The same floats as kv_row_to_float.
-using RowStageFn = void (*)(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst);
+// A head slice of n elements of the stager's type -> floats at dst, zero-padded to a multiple of
+// 16. The same floats as kv_row_to_float.
+using RowStageFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
 
-void stage_f32(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  stage(reinterpret_cast<const float*>(row) + off, dst, n);
+void stage_f32(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+  stage(reinterpret_cast<const float*>(slice), dst, n);
 }
 
-void stage_f16(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  stage(reinterpret_cast<const uint16_t*>(row) + off, dst, n);
+void stage_f16(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+  stage_halves<f16x8>(reinterpret_cast<const uint16_t*>(slice), dst, n);
 }
 
-void stage_bf16(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  const uint16_t* src = reinterpret_cast<const uint16_t*>(row) + off;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, bf16x8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  if (i < n) {
-    alignas(16) uint16_t tmp[8] = {};
-    for (int64_t j = i; j < n; j++) tmp[j - i] = src[j];
-    _mm256_store_ps(dst + i, bf16x8(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp))));
-    i += 8;
-  }
-  if (i < round16(n)) _mm256_store_ps(dst + i, _mm256_setzero_ps());
+void stage_bf16(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+  stage_halves<bf16x8>(reinterpret_cast<const uint16_t*>(slice), dst, n);
 }
 
 // Q8_0 block (34 bytes): x = d * q, q int8. Elements [j, j + 8) of block b (j a multiple of 8),
@@ -209,56 +203,43 @@ struct Q4_0Rows {
   }
 };
 
-// A 32-element block type with off and n multiples of 8: every 8-element chunk lies inside one
-// block. The chunks of a partial first block, then whole blocks (scale loaded once per block),
-// then the chunks of a partial last block; never a byte past the slice's last block.
+// A head slice of a 32-element block type, 8 elements at a time (the scale loaded once per
+// block). The slice is whole blocks padded with zeros (attention.h), so the chunks past n read
+// its own padding and store the zeros dst's padding wants.
 template <class Q>
-void stage_blocks(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  const uint8_t* b = row + (off >> 5) * Q::kBytes;
-  int64_t c = 0, j = off & 31;
-  if (j != 0) {
+void stage_blocks(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+  const uint8_t* b = slice;
+  int64_t c = 0;
+  for (; c < n; c += 32, b += Q::kBytes) {
     const __m256 d = block_scale(b);
-    for (; j < 32 && c < n; j += 8, c += 8) _mm256_store_ps(dst + c, Q::chunk(b, j, d));
-    b += Q::kBytes;
+    for (int64_t k = 0; k < 32 && c + k < n; k += 8) _mm256_store_ps(dst + c + k, Q::chunk(b, k, d));
   }
-  for (; c + 32 <= n; c += 32, b += Q::kBytes) {
-    const __m256 d = block_scale(b);
-#pragma GCC unroll 4
-    for (int64_t k = 0; k < 32; k += 8) _mm256_store_ps(dst + c + k, Q::chunk(b, k, d));
-  }
-  if (c < n) {
-    const __m256 d = block_scale(b);
-    for (j = 0; c < n; j += 8, c += 8) _mm256_store_ps(dst + c, Q::chunk(b, j, d));
-  }
-  if (c < round16(n)) _mm256_store_ps(dst + c, _mm256_setzero_ps());
+  for (c = (n + 7) / 8 * 8; c < round16(n); c += 8) _mm256_store_ps(dst + c, _mm256_setzero_ps());
 }
 
-// Any other slice (head slices not made of whole 8-element chunks of a block): the scalar
-// definition, which also reports an unsupported type.
-void stage_any(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  kv_row_to_float(t, row, off, n, dst);
+// Any other type: the scalar definition, which reports a type it does not know.
+void stage_any(GgmlType t, const uint8_t* slice, int64_t n, float* dst) {
+  kv_row_to_float(t, slice, 0, n, dst);
   for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
 }
 
-// Rows [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per row.
-using StageRowsFn = void (*)(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t off, int64_t n,
-                             float* buf);
+// Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice.
+using StageRowsFn = void (*)(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t n, float* buf);
 
 template <RowStageFn kStage>
-void stage_rows(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t off, int64_t n, float* buf) {
+void stage_rows(GgmlType t, const uint8_t* const* rows, int64_t lo, int64_t nb, int64_t n, float* buf) {
   const int64_t np = round16(n);
-  for (int64_t j = lo; j < nb; j++) kStage(t, rows[j], off, n, buf + j * np);
+  for (int64_t j = lo; j < nb; j++) kStage(t, rows[j], n, buf + j * np);
 }
 
-// The stager of a tile's K (or V): head slices of n elements at offsets hk * n.
-StageRowsFn stage_rows_for(GgmlType t, int64_t n) {
-  const bool whole_chunks = n % 8 == 0;
+// The stager of a tile's K (or V) slices.
+StageRowsFn stage_rows_for(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return stage_rows<stage_f32>;
     case GgmlType::F16: return stage_rows<stage_f16>;
     case GgmlType::BF16: return stage_rows<stage_bf16>;
-    case GgmlType::Q8_0: return whole_chunks ? stage_rows<stage_blocks<Q8_0Rows>> : stage_rows<stage_any>;
-    case GgmlType::Q4_0: return whole_chunks ? stage_rows<stage_blocks<Q4_0Rows>> : stage_rows<stage_any>;
+    case GgmlType::Q8_0: return stage_rows<stage_blocks<Q8_0Rows>>;
+    case GgmlType::Q4_0: return stage_rows<stage_blocks<Q4_0Rows>>;
     default: return stage_rows<stage_any>;
   }
 }
@@ -282,7 +263,7 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
   auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + B);
   const uint8_t** v_rows = k_rows + B;
   const RowBlockFn row_fn = row_block_for(dkp);
-  const StageRowsFn stage_k = stage_rows_for(p.k_type, dk), stage_v = stage_rows_for(p.v_type, dv);
+  const StageRowsFn stage_k = stage_rows_for(p.k_type), stage_v = stage_rows_for(p.v_type);
 
   int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
   for (int64_t i = 0; i < qs.n_q; i++) {
@@ -303,8 +284,8 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
     kv.fetch(kv.ctx, j0 + lo, nb - lo, hk, k_rows + lo, v_rows + lo);
     // This KV head's slice of every fetched row of the block, dequantized to F32 and padded,
     // once for all the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, 0, dk, kbuf);
-    stage_v(p.v_type, v_rows, lo, nb, 0, dv, vbuf);
+    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
+    stage_v(p.v_type, v_rows, lo, nb, dv, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);

@@ -154,7 +154,7 @@ using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, const
                              int64_t, const Row*, float*);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
-// Loaders of the element types: elements [e, e + min(n, 16)) of a stored row (n >= 1) as 16
+// Loaders of the element types: elements [e, e + min(n, 16)) of a stored slice (n >= 1) as 16
 // floats, zero beyond n, the same floats as kv_row_to_float. K is staged straight from them.
 struct LoadF32 {
   static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
@@ -204,43 +204,35 @@ struct Q4_0Rows {
   }
 };
 
-// One row's head slice of a block type, elements [off, off + n) with off and n multiples of 16
-// (each 16-element chunk one half of a block) -> dst: a partial first block, whole blocks (the
-// scale loaded once per block), a partial last block; never a byte past the slice's last block.
+// A head slice of a block type, n elements -> dst, 16 at a time (each one half of a block, the
+// scale loaded once per block). The slice is whole blocks padded with zeros (attention.h), so
+// the halves past n read its own padding and store the zeros dst's padding wants.
 template <class Q>
-[[gnu::always_inline]] inline void stage_blocks(GgmlType, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  const uint8_t* b = row + (off >> 5) * Q::kBytes;
-  int64_t c = 0;
-  if (off & 16) {
-    _mm512_store_ps(dst, Q::half(b, 1, block_scale(b)));
-    c = 16;
-    b += Q::kBytes;
-  }
-  for (; c + 32 <= n; c += 32, b += Q::kBytes) {
+[[gnu::always_inline]] inline void stage_blocks(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+  const uint8_t* b = slice;
+  for (int64_t c = 0; c < n; c += 32, b += Q::kBytes) {
     const __m512 d = block_scale(b);
     _mm512_store_ps(dst + c, Q::half(b, 0, d));
-    _mm512_store_ps(dst + c + 16, Q::half(b, 1, d));
+    if (c + 16 < n) _mm512_store_ps(dst + c + 16, Q::half(b, 1, d));
   }
-  if (c < n) _mm512_store_ps(dst + c, Q::half(b, 0, block_scale(b)));
 }
 
-// Any other slice (a block type's head dims not a multiple of 16): the scalar definition,
-// zero-padded to a multiple of 16; it also reports an unsupported type.
-void stage_any(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst) {
-  kv_row_to_float(t, row, off, n, dst);
+// Any other type: the scalar definition (which reports a type it does not know), zero-padded.
+void stage_any(GgmlType t, const uint8_t* slice, int64_t n, float* dst) {
+  kv_row_to_float(t, slice, 0, n, dst);
   for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
 }
 
-using RowStageFn = void (*)(GgmlType t, const uint8_t* row, int64_t off, int64_t n, float* dst);
+using RowStageFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
 
-// K: keys [lo, nb) of the block (the rows fetched), transposed into kt: dk rows of 64 keys,
-// element off + c of each row at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left
-// as they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds
-// block types' rows dequantized before the transpose.
-using StageKFn = void (*)(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk,
-                          float* kt, float* line);
+// K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
+// element c of each slice at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left as
+// they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds block
+// types' slices dequantized before the transpose.
+using StageKFn = void (*)(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt,
+                          float* line);
 
-// Transposes the 16-key groups of keys [lo, nb), each row read through rows.load(key, element,
+// Transposes the 16-key groups of keys [lo, nb), each slice read through rows.load(key, element,
 // count).
 template <class Rows>
 void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
@@ -258,85 +250,76 @@ void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float*
 }
 
 template <class L>
-struct StoredRows {  // the cache's rows of an element type, read in place
+struct StoredRows {  // the cache's slices of an element type, read in place
   const uint8_t* const* rows;
-  int64_t off;
-  __m512 load(int64_t j, int64_t c, int64_t n) const { return L::load(rows[j], off + c, n); }
+  __m512 load(int64_t j, int64_t c, int64_t n) const { return L::load(rows[j], c, n); }
 };
 
-struct LineRows {  // rows already dequantized into lines of dkp floats
+struct LineRows {  // slices already dequantized into lines of dkp floats
   const float* line;
   int64_t dkp;
   __m512 load(int64_t j, int64_t c, int64_t) const { return _mm512_load_ps(line + j * dkp + c); }
 };
 
 template <class L>
-void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk, float* kt, float*) {
-  transpose_keys(StoredRows<L>{k_rows, off}, lo, nb, dk, kt);
+void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*) {
+  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt);
 }
 
 template <RowStageFn kStage>
-void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t off, int64_t dk, float* kt,
-                   float* line) {
+void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line) {
   const int64_t dkp = round16(dk);
-  for (int64_t j = lo; j < nb; j++) kStage(t, k_rows[j], off, dk, line + j * dkp);
+  for (int64_t j = lo; j < nb; j++) kStage(t, k_rows[j], dk, line + j * dkp);
   transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
 }
 
-// V: rows [lo, nb) of the block row-major into vbuf (rows of dvp floats, zero-padded).
-using StageVFn = void (*)(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv,
-                          int64_t dvp, float* vbuf);
+// V: slices [lo, nb) of the block row-major into vbuf (rows of dvp floats, zero-padded).
+using StageVFn = void (*)(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp,
+                          float* vbuf);
 
 template <class L>
-void stage_v(GgmlType, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv, int64_t dvp,
-             float* vbuf) {
+void stage_v(GgmlType, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp, float* vbuf) {
   for (int64_t j = lo; j < nb; j++)
-    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, L::load(v_rows[j], off + c, dv - c));
+    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, L::load(v_rows[j], c, dv - c));
 }
 
 template <RowStageFn kStage>
-void stage_v_rows(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t off, int64_t dv, int64_t dvp,
-                  float* vbuf) {
-  for (int64_t j = lo; j < nb; j++) kStage(t, v_rows[j], off, dv, vbuf + j * dvp);
+void stage_v_rows(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp, float* vbuf) {
+  for (int64_t j = lo; j < nb; j++) kStage(t, v_rows[j], dv, vbuf + j * dvp);
 }
 
-// The stagers of a tile: head slices of d elements at offsets hk * d. The block types take the
-// in-register path when d % 16 == 0 (every 16-element chunk is half a block).
-StageKFn stage_k_for(GgmlType t, int64_t d) {
+// The stagers of a tile's K and V slices.
+StageKFn stage_k_for(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return stage_k<LoadF32>;
     case GgmlType::F16: return stage_k<LoadF16>;
     case GgmlType::BF16: return stage_k<LoadBF16>;
-    case GgmlType::Q8_0: return d % 16 == 0 ? stage_k_lines<stage_blocks<Q8_0Rows>> : stage_k_lines<stage_any>;
-    case GgmlType::Q4_0: return d % 16 == 0 ? stage_k_lines<stage_blocks<Q4_0Rows>> : stage_k_lines<stage_any>;
+    case GgmlType::Q8_0: return stage_k_lines<stage_blocks<Q8_0Rows>>;
+    case GgmlType::Q4_0: return stage_k_lines<stage_blocks<Q4_0Rows>>;
     default: return stage_k_lines<stage_any>;
   }
 }
 
-StageVFn stage_v_for(GgmlType t, int64_t d) {
+StageVFn stage_v_for(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return stage_v<LoadF32>;
     case GgmlType::F16: return stage_v<LoadF16>;
     case GgmlType::BF16: return stage_v<LoadBF16>;
-    case GgmlType::Q8_0: return d % 16 == 0 ? stage_v_rows<stage_blocks<Q8_0Rows>> : stage_v_rows<stage_any>;
-    case GgmlType::Q4_0: return d % 16 == 0 ? stage_v_rows<stage_blocks<Q4_0Rows>> : stage_v_rows<stage_any>;
+    case GgmlType::Q8_0: return stage_v_rows<stage_blocks<Q8_0Rows>>;
+    case GgmlType::Q4_0: return stage_v_rows<stage_blocks<Q4_0Rows>>;
     default: return stage_v_rows<stage_any>;
   }
 }
 
-// Bytes [*off, *off + *len) of a stored row that hold elements [first, first + n).
-void slice_bytes(GgmlType t, int64_t first, int64_t n, size_t* off, size_t* len) {
-  int64_t block = 1, bytes = 4;
+// Bytes of a stored slice of n elements (kv_row_bytes: a block type's slice is whole blocks).
+size_t slice_bytes(GgmlType t, int64_t n) {
   switch (t) {
     case GgmlType::F16:
-    case GgmlType::BF16: bytes = 2; break;
-    case GgmlType::Q8_0: block = 32, bytes = 34; break;
-    case GgmlType::Q4_0: block = 32, bytes = 18; break;
-    default: break;
+    case GgmlType::BF16: return static_cast<size_t>(n) * 2;
+    case GgmlType::Q8_0: return static_cast<size_t>((n + 31) / 32) * 34;
+    case GgmlType::Q4_0: return static_cast<size_t>((n + 31) / 32) * 18;
+    default: return static_cast<size_t>(n) * 4;
   }
-  const int64_t b0 = first / block, b1 = (first + n + block - 1) / block;
-  *off = static_cast<size_t>(b0 * bytes);
-  *len = static_cast<size_t>((b1 - b0) * bytes);
 }
 
 }  // namespace
@@ -360,8 +343,8 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   const uint8_t** v_rows = k_rows + B;
   const uint8_t** k_next = v_rows + B;  // the next block's rows, fetched one block ahead
   const uint8_t** v_next = k_next + B;
-  const StageKFn stage_k = stage_k_for(p.k_type, dk);
-  const StageVFn stage_v = stage_v_for(p.v_type, dv);
+  const StageKFn stage_k = stage_k_for(p.k_type);
+  const StageVFn stage_v = stage_v_for(p.v_type);
 
   int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
   for (int64_t i = 0; i < qs.n_q; i++) {
@@ -377,13 +360,11 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
   // The next block's head slices are prefetched while this block is computed (the loads of the
   // staging were the tile's main stall; a cache block's slices of one head are contiguous, but
   // consecutive cache blocks need not be).
-  size_t k_off, k_len, v_off, v_len;
-  slice_bytes(p.k_type, 0, dk, &k_off, &k_len);
-  slice_bytes(p.v_type, 0, dv, &v_off, &v_len);
+  const size_t k_len = slice_bytes(p.k_type, dk), v_len = slice_bytes(p.v_type, dv);
   auto prefetch_rows = [&](int64_t n) {
     for (int64_t j = 0; j < n; j++) {
-      for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + k_off + b), _MM_HINT_T0);
-      for (size_t b = 0; b < v_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(v_next[j] + v_off + b), _MM_HINT_T0);
+      for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + b), _MM_HINT_T0);
+      for (size_t b = 0; b < v_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(v_next[j] + b), _MM_HINT_T0);
     }
   };
   // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
@@ -405,8 +386,8 @@ void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const Att
     }
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
     // the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, 0, dk, kt, kline);
-    stage_v(p.v_type, v_rows, lo, nb, 0, dv, dvp, vbuf);
+    stage_k(p.k_type, k_rows, lo, nb, dk, kt, kline);
+    stage_v(p.v_type, v_rows, lo, nb, dv, dvp, vbuf);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);

@@ -3,6 +3,7 @@
 #include "template/pystr.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -947,8 +948,11 @@ std::string str_format(std::string_view fmt, const CallArgs& args) {
       if (auto_index >= args.pos.size()) fail("IndexError: Replacement index {} out of range for positional args tuple", auto_index);
       v = args.pos[auto_index++];
     } else if (std::all_of(first.begin(), first.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-      const size_t idx = std::stoul(std::string(first));
-      if (idx >= args.pos.size()) fail("IndexError: Replacement index {} out of range for positional args tuple", idx);
+      // Digits past what size_t holds are out of range too (never an uncaught std::out_of_range).
+      size_t idx = 0;
+      const auto [ptr, ec] = std::from_chars(first.data(), first.data() + first.size(), idx);
+      if (ec != std::errc() || ptr != first.data() + first.size() || idx >= args.pos.size())
+        fail("IndexError: Replacement index {} out of range for positional args tuple", first);
       v = args.pos[idx];
     } else {
       bool found = false;
@@ -969,7 +973,12 @@ std::string str_format(std::string_view fmt, const CallArgs& args) {
         if (rb == std::string_view::npos) fail("ValueError: Missing ']' in format string");
         const std::string key(field.substr(end + 1, rb - end - 1));
         const bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        v = get_item(v, numeric ? Value::integer(std::stoll(key)) : Value::string(key));
+        int64_t index = 0;
+        if (numeric) {
+          const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
+          if (ec != std::errc() || ptr != key.data() + key.size()) fail("IndexError: index {} out of range", key);
+        }
+        v = get_item(v, numeric ? Value::integer(index) : Value::string(key));
         end = rb + 1;
       }
     }

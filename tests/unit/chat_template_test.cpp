@@ -801,5 +801,20 @@ TEST(ChatTemplate, ClockDefaultsToLocalTime) {
   EXPECT_THROW(JinjaTemplate("x").render(ordered_json::array()), Error);
 }
 
+// str.format with an index of more digits than an integer holds is an IndexError like any
+// index out of range (a fuzzer found it escaping as std::out_of_range).
+TEST(ChatTemplate, FormatIndicesPastAnIntegerAreIndexErrors) {
+  for (const char* src : {"{{ '{99999999999999999999999}'.format(1) }}", "{{ '{0[99999999999999999999999]}'.format([1]) }}"}) {
+    SCOPED_TRACE(src);
+    try {
+      JinjaTemplate(src).render(ordered_json::object());
+      ADD_FAILURE() << "rendered";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("IndexError"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(JinjaTemplate("{{ '{1}{0[1]}'.format([5, 6], 'a') }}").render(ordered_json::object()), "a6");
+}
+
 }  // namespace
 }  // namespace lumen

@@ -45,7 +45,7 @@ const BenchWeights& weights(GgmlType type, int64_t n_in, int64_t n_out, Isa isa,
     const size_t total = row_bytes * static_cast<size_t>(n_out);
     const size_t n_copies = rotate ? std::max<size_t>(1, ((256u << 20) + total - 1) / total) : 1;
     for (size_t i = 0; i < n_copies; i++) {
-      WeightMatrix w{type, n_in, n_out, slot->bytes.data(), row_bytes};
+      WeightMatrix w{type, n_in, n_out, slot->bytes.data(), row_bytes, nullptr, nullptr};
       prepare_weights(w, isa);
       slot->copies.push_back(std::move(w));
     }
@@ -53,8 +53,9 @@ const BenchWeights& weights(GgmlType type, int64_t n_in, int64_t n_out, Isa isa,
   return *slot;
 }
 
-// Args: type, n_in, n_out, n_tokens, threads, isa.
-void BM_Q32Matmul(benchmark::State& state) {
+// Args: type, n_in, n_out, n_tokens, threads, isa. Up to 16 tokens (decode, verification) the
+// weights come from DRAM, as a model's do, by rotating over copies larger than the caches.
+void run_q32_matmul(benchmark::State& state, bool from_dram) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const int64_t n_in = state.range(1), n_out = state.range(2), n_tokens = state.range(3);
   const auto isa = static_cast<Isa>(state.range(5));
@@ -63,7 +64,7 @@ void BM_Q32Matmul(benchmark::State& state) {
     return;
   }
   ThreadPool pool(static_cast<int>(state.range(4)));
-  const BenchWeights& bw = weights(type, n_in, n_out, isa, n_tokens <= 4);
+  const BenchWeights& bw = weights(type, n_in, n_out, isa, from_dram);
   std::mt19937 rng(2);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n_in * n_tokens)), y(static_cast<size_t>(n_out * n_tokens));
@@ -82,6 +83,13 @@ void BM_Q32Matmul(benchmark::State& state) {
   state.SetLabel(std::string(bw.copies[0].kernel->name));
 }
 
+void BM_Q32Matmul(benchmark::State& state) { run_q32_matmul(state, state.range(3) <= 16); }
+
+// The same with one copy of the weights, which stays in L3: the compute time alone, to set
+// beside the DRAM stream time of BM_Q32Matmul (what a verification pass of k + 1 tokens
+// overlaps).
+void BM_Q32MatmulWarm(benchmark::State& state) { run_q32_matmul(state, false); }
+
 void q32_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "n_in", "n_out", "tokens", "threads", "isa"});
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 2048}, {2048, 5632}, {5632, 2048}, {2048, 32000}};
@@ -97,6 +105,10 @@ void q32_args(benchmark::internal::Benchmark* b) {
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
     for (auto [n_in, n_out] : shapes)
       b->Args({static_cast<int64_t>(t), n_in, n_out, 16, 2, static_cast<int64_t>(Isa::Avx512)});
+  // Verification of k draft tokens (speculative decoding): 2..9 tokens, each weight read once.
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
+    for (int64_t n_tokens = 2; n_tokens <= 9; n_tokens++)
+      b->Args({static_cast<int64_t>(t), 2048, 5632, n_tokens, 2, static_cast<int64_t>(Isa::Avx512)});
   // One thread: under a loaded machine its CPU time is the cleaner per-core figure.
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
     for (int64_t n_tokens : {1, 64})
@@ -105,6 +117,15 @@ void q32_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_Q32Matmul)->Apply(q32_args);
+BENCHMARK(BM_Q32MatmulWarm)
+    ->ArgNames({"type", "n_in", "n_out", "tokens", "threads", "isa"})
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
+        for (int64_t n_tokens : {1, 5})
+          b->Args({static_cast<int64_t>(t), 2048, 5632, n_tokens, 2, static_cast<int64_t>(Isa::Avx512)});
+    })
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace lumen

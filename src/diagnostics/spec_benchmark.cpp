@@ -101,21 +101,25 @@ std::vector<VerifyCost> measure_verify_cost(Model& model, int64_t n_ctx, int32_t
     for (int64_t p = p0; p < p1; p++) kv.add(b, tok(rng), static_cast<int32_t>(p), 0, p == p1 - 1);
     model.forward(b, kv.storage(), logits.data());
   }
-  std::vector<VerifyCost> out;
-  for (int32_t k = 0; k <= max_k; k++) {
-    std::vector<double> ms;
-    for (int rep = 0; rep < reps + 1; rep++) {  // the first is a warm-up
+  // Round robin over k, so a change in the machine's load while it runs (a shared host) moves
+  // every k's passes alike instead of skewing the ratios; the first round is a warm-up.
+  std::vector<std::vector<double>> ms(static_cast<size_t>(max_k + 1));
+  for (int rep = 0; rep < reps + 1; rep++) {
+    for (int32_t k = 0; k <= max_k; k++) {
       b.clear();
       // Positions n_ctx .. n_ctx + k, each wanting logits (as a verification does); adding at
       // n_ctx again rewinds the sequence, so every pass sees the same context.
       for (int32_t j = 0; j <= k; j++) kv.add(b, tok(rng), static_cast<int32_t>(n_ctx + j), 0, true);
       const double t0 = now_ms();
       model.forward(b, kv.storage(), logits.data());
-      if (rep > 0) ms.push_back(now_ms() - t0);
+      if (rep > 0) ms[static_cast<size_t>(k)].push_back(now_ms() - t0);
     }
+  }
+  std::vector<VerifyCost> out;
+  for (int32_t k = 0; k <= max_k; k++) {
     VerifyCost c;
     c.k = k;
-    c.ms = median(ms);
+    c.ms = median(ms[static_cast<size_t>(k)]);
     c.ratio = out.empty() ? 1.0 : c.ms / out[0].ms;
     out.push_back(c);
   }

@@ -95,6 +95,9 @@ struct Q32FmtQ8_0 {
   static constexpr bool kBiased = true, kMin = false;
   static constexpr int kGemvGroups = 4;
   static constexpr int kGemvPairTokens = 2;  // from this many tokens, GEMV tiles take 2 groups
+  // Block pairs a tile of 2+ tokens prefetches ahead of its streams (Q32Prefetch::ahead);
+  // measured on the TinyLlama shapes at 2..9 tokens (lumen bench --verify-cost).
+  static constexpr int64_t kStreamAhead = 2;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     v0 = _mm512_load_si512(q + 64 * p);
     v1 = _mm512_load_si512(q + 64 * (p + 4));
@@ -107,7 +110,10 @@ struct Q32FmtNibbles {
   static constexpr int kQBytes = 256, kScaleBytes = kHasMin ? 64 : 32;
   static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
   static constexpr int kGemvGroups = 1;
-  static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
+  // Measured with the streams prefetched: 2 groups from 3 tokens (Q4_0 TinyLlama, 5 tokens:
+  // 17.1 -> 14.2 ms a pass); without the prefetch they had slowed the 2-4 token streams.
+  static constexpr int kGemvPairTokens = 3;
+  static constexpr int64_t kStreamAhead = 6;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -125,6 +131,7 @@ struct Q32FmtQ5 {
   static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
+  static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -144,6 +151,7 @@ struct Q32FmtIq4nl {
   static constexpr bool kBiased = true, kMin = false;
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
+  static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
     const __m512i table = _mm512_broadcast_i32x4(
@@ -165,6 +173,11 @@ struct Q32Prefetch {
   const uint8_t* next = nullptr;
   const uint8_t* end = nullptr;
   int64_t lines = 0;
+  // Block pairs ahead in the tile's own group streams to prefetch into L1; 0: none. Several
+  // tokens make a tile compute as well as stream; the hardware prefetcher alone then lets the
+  // stream stall behind the dot products (measured: the pass of 5 tokens of TinyLlama Q8_0
+  // took the sum of its warm compute time and its 1-token stream time, not their maximum).
+  int64_t ahead = 0;
 };
 
 template <class F, int G, int T>
@@ -182,6 +195,13 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
     const int64_t hb = b & 1;
     for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
       _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
+    if (pf.ahead > 0 && hb == 0) {
+      const int64_t far = ((b >> 1) + pf.ahead) * kPair;
+      if (far + kPair <= static_cast<int64_t>(group_bytes))
+        for (int g = 0; g < G; g++)
+          for (int64_t off = 0; off < kPair; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(g0 + g * group_bytes + far + off), _MM_HINT_T0);
+    }
     // Few tiles in flight (decode): a second accumulator halves the dependency chain.
     constexpr bool kSplit = G * T <= 2;
     __m512i iacc[G][T], iacc2[G][T];
@@ -248,11 +268,14 @@ inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
 inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a < b ? a : b; }
 
 // The MatmulKernel::compute of format F.
-// Up to 6 tokens (decode, small batches): each row group is streamed once with all tokens, one
-// group at a time so each thread reads one sequential stream (measured: several groups in
-// flight slowed the nibble formats' streams; Q8_0's single-token case gains a little from 4).
-// From F::kGemvPairTokens tokens two groups share each activation broadcast (Q8_0 from 2
-// tokens: 4 sequences of TinyLlama 133 -> 184 tok/s; nibble formats only at 6, where it helps).
+// Up to 12 tokens (decode, small batches, verification of draft tokens): each row group is
+// streamed once from DRAM, one group (or pair) at a time so each thread reads one sequential
+// stream (measured: several groups in flight slowed the nibble formats' streams; Q8_0's
+// single-token case gains a little from 4), with every token tile of up to 6 tokens run over
+// it back to back (the later tiles find the group in L1/L2). From F::kGemvPairTokens tokens
+// two groups share each activation broadcast (Q8_0 from 2 tokens: 4 sequences of TinyLlama
+// 133 -> 184 tok/s; nibble formats only at 6, where it helps). From 2 tokens the first tile
+// prefetches its streams ~3.5 KiB ahead (Q32Prefetch::ahead).
 // More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>
@@ -264,20 +287,32 @@ void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_st
   const uint8_t* base = w.packed.get()->data;
   const int64_t g_begin = r0 / kQ32GroupRows;
   const int64_t g_end = (r1 + kQ32GroupRows - 1) / kQ32GroupRows;
-  if (n_tokens <= kTile) {
+  if (n_tokens <= 2 * kTile) {
+    // Token tiles of even sizes: 7 tokens as 4 + 3, not 6 + 1.
+    const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
+    const int64_t tile = (n_tokens + n_tiles - 1) / n_tiles;
+    Q32Prefetch stream_pf;
+    if (n_tokens >= 2) stream_pf.ahead = F::kStreamAhead;
     for (int64_t g = g_begin; g < g_end;) {
       const uint8_t* gp = base + g * group_bytes;
       if (n_tokens == 1 && F::kGemvGroups == 4 && g + 4 <= g_end) {
         q32_tile<F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
         g += 4;
-      } else if (n_tokens >= F::kGemvPairTokens && g + 2 <= g_end) {
-        // Several tokens are compute, not only a stream: two groups share each broadcast.
-        q32_tile_n<F, 2>(n_tokens, gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
-        g += 2;
-      } else {
-        q32_tile_n<F, 1>(n_tokens, gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
-        g += 1;
+        continue;
       }
+      // Several tokens are compute, not only a stream: two groups share each broadcast.
+      const int n_groups = tile >= F::kGemvPairTokens && g + 2 <= g_end ? 2 : 1;
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
+        const int64_t nt = q32_min(tile, n_tokens - t0);
+        const Q32Prefetch pf = t0 == 0 ? stream_pf : Q32Prefetch{};
+        if (n_groups == 2)
+          q32_tile_n<F, 2>(nt, gp, group_bytes, nb, act + t0 * act_stride, act_stride, y + t0 * ldy, ldy,
+                           g * kQ32GroupRows, r1, pf);
+        else
+          q32_tile_n<F, 1>(nt, gp, group_bytes, nb, act + t0 * act_stride, act_stride, y + t0 * ldy, ldy,
+                           g * kQ32GroupRows, r1, pf);
+      }
+      g += n_groups;
     }
     return;
   }

@@ -44,6 +44,7 @@ void StackStepper::expand(StackPool& pool, std::span<const int32_t> in, bool* to
     if (seen_.size() <= static_cast<size_t>(x)) seen_.resize(pool.size() * 2 + 64, 0);
     if (seen_[static_cast<size_t>(x)] == stamp_) continue;  // (also ends loops of empty calls)
     seen_[static_cast<size_t>(x)] = stamp_;
+    work_done_++;
     const StackPool::Frame f = pool[x];  // a copy: intern() may grow the pool
     const auto& st = g_.rules[static_cast<size_t>(f.rule)].states[static_cast<size_t>(f.state)];
     for (const auto& e : st.bytes) on_edge(f, e);
@@ -66,6 +67,10 @@ void StackStepper::step(StackPool& pool, std::span<const int32_t> in, uint8_t by
     out_seen_[static_cast<size_t>(id)] = stamp_;
     out.push_back(id);
   });
+  if (out.size() > kMaxStacks)
+    throw GrammarError(fmt::format("grammar: more than {} ways to match the output so far (the grammar is too "
+                                   "ambiguous to follow: make its alternatives distinct)",
+                                   kMaxStacks));
 }
 
 bool StackStepper::can_take_byte(StackPool& pool, std::span<const int32_t> in) {
@@ -85,6 +90,10 @@ bool StackStepper::can_end(const StackPool& pool, int32_t stack) const {
 }
 
 // ---- GrammarMaskCache ----
+
+// Frames a classification may expand: a JSON grammar's string state over Qwen's 152k tokens
+// takes ~3 M; a grammar needing 10x that per state is refused rather than stalling decode.
+constexpr uint64_t kClassifyBudget = 40'000'000;
 
 GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> v)
     : g_(std::move(g)), v_(std::move(v)) {}
@@ -127,6 +136,10 @@ std::unique_ptr<GrammarMaskCache::Entry> GrammarMaskCache::classify(int32_t rule
   while (i < trie.size()) {
     const GrammarVocab::TrieNode& node = trie[i];
     const auto d = static_cast<size_t>(node.depth);
+    if (stepper.work() > kClassifyBudget)
+      throw GrammarError(fmt::format("grammar: classifying the vocabulary at rule '{}' took more than {} steps "
+                                     "(the grammar is too ambiguous to follow)",
+                                     g_->rules[static_cast<size_t>(rule)].name, kClassifyBudget));
     bool ends = false;
     stepper.step(pool, level[d - 1], node.byte, level[d], &ends);
     ends_by[d - 1] = static_cast<char>((d >= 2 && ends_by[d - 2]) || ends);

@@ -69,6 +69,12 @@ class StackStepper {
   bool can_take_byte(StackPool& pool, std::span<const int32_t> in);
   // Can the stack end here (every frame down to kEnd may end without another byte)?
   bool can_end(const StackPool& pool, int32_t stack) const;
+  // Frames expanded so far: the work a hostile, highly ambiguous grammar would make explode.
+  uint64_t work() const { return work_done_; }
+
+  // A step that leaves more stacks than this throws GrammarError: a grammar that ambiguous
+  // would make every token cost as much as thousands.
+  static constexpr size_t kMaxStacks = 4096;
 
  private:
   template <class OnByteEdge>
@@ -78,6 +84,7 @@ class StackStepper {
   uint32_t stamp_ = 0;
   std::vector<int32_t> work_;
   std::vector<uint32_t> out_seen_;
+  uint64_t work_done_ = 0;
 };
 
 // The cached classification of the vocabulary per top frame; thread-safe.

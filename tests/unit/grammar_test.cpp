@@ -137,6 +137,20 @@ TEST(GrammarMatcher, MasksMatchBruteForceOnStories260K) {
   check_masks_brute_force(g, v, std::vector<int32_t>(path.begin(), path.begin() + std::min<size_t>(path.size(), 12)));
 }
 
+TEST(GrammarMatcher, TooAmbiguousGrammarsAreRefusedNotSlow) {
+  // 5,000 identical alternatives: every byte would keep 5,000 stacks alive.
+  std::string g = "root ::= x*\nx ::= \"a\"";
+  for (int i = 0; i < 5000; i++) g += fmt::format(" | \"a\" \"\"{{{}}}", i % 3);
+  g += "\n";
+  const auto cg = compile_grammar(g);
+  try {
+    grammar_accepts(cg, "aaaa");
+    FAIL() << "accepted a grammar 5,000 ways ambiguous";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("ambiguous"), std::string::npos);
+  }
+}
+
 TEST(GrammarMatcher, PartialUtf8TokensAndEndOfGeneration) {
   // A byte-level vocabulary: tokens that split a character between them.
   std::vector<std::string> bytes = {"\xC3", "\xA9", "\xC3\xA9", "a", "\xE2\x82", "\xAC", "", "ab"};

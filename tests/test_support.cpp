@@ -110,3 +110,42 @@ TempFile::TempFile(const std::string& content) {
 TempFile::~TempFile() { std::remove(path_.c_str()); }
 
 }  // namespace lumen::test
+
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lumen::test {
+
+EngineModel::EngineModel() = default;
+EngineModel::EngineModel(EngineModel&&) noexcept = default;
+EngineModel& EngineModel::operator=(EngineModel&&) noexcept = default;
+EngineModel::~EngineModel() = default;
+
+EngineModel load_engine_model(const std::string& path) {
+  EngineModel m;
+  m.file = GgufFile::open(path);
+  ModelOptions opt;
+  opt.n_threads = 2;
+  opt.n_batch = 512;
+  m.model = Model::load(m.file, opt);
+  m.tok = Tokenizer::from_gguf(*m.file);
+  return m;
+}
+
+std::vector<Completion> drain_completions(RequestHandle& h) {
+  std::vector<Completion> out(static_cast<size_t>(h.n()));
+  while (auto e = h.next()) {
+    Completion& c = out[static_cast<size_t>(e->index)];
+    if (e->token >= 0) c.tokens.push_back(e->token);
+    c.text += e->text;
+    if (e->finished) {
+      c.reason = e->finish_reason;
+      c.error = e->error;
+      c.timings = e->timings;
+    }
+  }
+  return out;
+}
+
+}  // namespace lumen::test

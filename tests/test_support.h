@@ -48,3 +48,40 @@ std::string sha256_of(const std::string& path);
 bool sanitized_build();  // LUMEN_SANITIZED set: shrink the heaviest loops
 
 }  // namespace lumen::test
+
+#include <memory>
+#include <vector>
+
+#include "engine/engine_core.h"
+
+namespace lumen {
+class GgufFile;
+class Model;
+class Tokenizer;
+}  // namespace lumen
+
+namespace lumen::test {
+
+// A model and its tokenizer, loaded for engine tests (2 threads, batches of 512).
+struct EngineModel {
+  std::shared_ptr<GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  EngineModel();
+  EngineModel(EngineModel&&) noexcept;
+  EngineModel& operator=(EngineModel&&) noexcept;
+  ~EngineModel();
+};
+EngineModel load_engine_model(const std::string& path);
+
+// What one completion of a request produced, drained from its handle.
+struct Completion {
+  std::vector<int32_t> tokens;
+  std::string text;
+  FinishReason reason = FinishReason::None;
+  std::string error;
+  RequestTimings timings;
+};
+std::vector<Completion> drain_completions(RequestHandle& h);
+
+}  // namespace lumen::test

@@ -12,6 +12,7 @@
 #include "core/system_memory.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_file.h"
+#include "grammar/grammar_matcher.h"
 #include "model/model.h"
 #include "tokenizer/detokenizer.h"
 #include "engine/spec/draft_model_proposer.h"
@@ -64,6 +65,8 @@ struct EngineCore::Sequence {
   double spec_alpha = 0.7;  // running acceptance rate of its drafts (optimistic start)
   int32_t spec_idle = 0;    // passes without drafts since the last probe
   std::vector<TokenDist> spec_dists;  // the proposer's distribution of each of req.spec_token_ids (or empty)
+  std::unique_ptr<GrammarMatcher> grammar;   // structured output: where the output stands in its grammar
+  std::vector<std::vector<uint64_t>> masks;  // its next-token masks, one per draft position and one more
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
       : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
@@ -297,6 +300,7 @@ void EngineCore::loop() {
 void EngineCore::admit(Submission& s) {
   auto q = std::make_unique<Sequence>(s.params, s.params.sampling.seed, static_cast<int>(n_vocab_), tokenizer_);
   q->handle = s.handle;
+  if (s.params.sampling.grammar) q->grammar = make_grammar_matcher(s.params.sampling.grammar);
   q->req.id = next_seq_id_++;
   q->req.num_prompt_tokens = static_cast<int64_t>(s.prompt.size());
   q->req.tokens = std::move(s.prompt);
@@ -425,8 +429,9 @@ void EngineCore::step() {
         q.timings.spec_accepted_at[j] += j < smp.n_accepted;
       }
     }
-    bool alive = apply_token(q, std::move(smp.event));
-    for (size_t i = 0; alive && i < smp.extra.size(); i++) alive = apply_token(q, std::move(smp.extra[i]));
+    bool alive = apply_token(q, std::move(smp.event), smp.grammar_done && smp.extra.empty());
+    for (size_t i = 0; alive && i < smp.extra.size(); i++)
+      alive = apply_token(q, std::move(smp.extra[i]), smp.grammar_done && i + 1 == smp.extra.size());
     if (proposer_) {
       local_stats_.spec.passes++;
       local_stats_.spec.emitted += n_emit;
@@ -467,6 +472,7 @@ std::vector<EngineCore::Sequence*> EngineCore::fork(Sequence& parent) {
     q->submitted_at = parent.submitted_at;
     q->first_scheduled_at = parent.first_scheduled_at;
     q->timings = parent.timings;
+    if (parent.grammar) q->grammar = std::make_unique<GrammarMatcher>(*parent.grammar);
     kv_->fork(parent.req.id, q->req.id);
     scheduler_->add_running(&q->req, after);
     after = &q->req;
@@ -485,16 +491,40 @@ void EngineCore::sample_token(Sample& smp) noexcept {
     // adds the target's own token, token i coming from logits row i.
     std::vector<int32_t> tokens;
     smp.n_accepted = 0;
+    smp.grammar_done = false;
+    auto drafts = std::span<const int32_t>(q.req.spec_token_ids).first(static_cast<size_t>(smp.n_spec));
+    if (q.grammar) {
+      // Drafts the grammar refuses are cut off: the target could never keep them.
+      size_t n_ok = 0;
+      grammar_masks(q, drafts, &n_ok);
+      drafts = drafts.first(n_ok);
+    }
+    const std::span<const std::vector<uint64_t>> masks =
+        q.grammar ? std::span<const std::vector<uint64_t>>(q.masks).first(drafts.size() + 1)
+                  : std::span<const std::vector<uint64_t>>{};
     if (smp.n_spec > 0) {
-      const auto drafts = std::span<const int32_t>(q.req.spec_token_ids).first(static_cast<size_t>(smp.n_spec));
       const std::span<const TokenDist> dists =
           q.spec_dists.size() >= drafts.size() ? std::span<const TokenDist>(q.spec_dists).first(drafts.size())
                                                : std::span<const TokenDist>{};
-      Verification v = verify_drafts(q.sampler, q.req.tokens, drafts, logits, n_vocab_, dists);
+      Verification v = verify_drafts(q.sampler, q.req.tokens, drafts, logits, n_vocab_, dists, masks);
       tokens = std::move(v.tokens);
       smp.n_accepted = v.n_accepted;
     } else {
-      tokens.push_back(q.sampler.sample(logits, q.req.tokens));
+      if (q.grammar) q.sampler.set_allowed(masks[0].data());
+      const int32_t t = q.sampler.sample(logits, q.req.tokens);
+      q.sampler.set_allowed(nullptr);
+      tokens.push_back(t);
+    }
+    if (q.grammar) {
+      for (size_t i = 0; i < tokens.size(); i++) {
+        if (!q.grammar->accept_token(tokens[i]))
+          fail("internal error: the grammar refused token {} that its mask allowed", tokens[i]);
+        if (!tokenizer_.is_eog(tokens[i]) && !q.grammar->can_continue()) {
+          tokens.resize(i + 1);  // the sentence is complete and nothing may follow
+          smp.grammar_done = true;
+          break;
+        }
+      }
     }
     smp.extra.clear();
     for (size_t i = 0; i < tokens.size(); i++) {
@@ -521,7 +551,7 @@ void EngineCore::sample_token(Sample& smp) noexcept {
   }
 }
 
-bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
+bool EngineCore::apply_token(Sequence& q, StreamEvent e, bool grammar_done) {
   Request& r = q.req;
   const int32_t tok = e.token;
   const double t = now_ms();
@@ -540,10 +570,41 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e) {
   }
   const StopChecker::Step st = q.stops.feed(text);
   e.text = st.emit;
-  if (st.stopped) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (st.stopped || grammar_done) return finish(q, FinishReason::Stop, std::move(e)), false;
   if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e)), false;
   q.handle->push(std::move(e));
   return true;
+}
+
+std::unique_ptr<GrammarMatcher> EngineCore::make_grammar_matcher(const std::shared_ptr<const Grammar>& g) {
+  if (!grammar_vocab_) grammar_vocab_ = GrammarVocab::from_tokenizer(tokenizer_);
+  auto it = std::find_if(grammar_caches_.begin(), grammar_caches_.end(),
+                         [&](const auto& c) { return c->grammar().source == g->source; });
+  if (it != grammar_caches_.end()) {
+    grammar_caches_.splice(grammar_caches_.begin(), grammar_caches_, it);
+  } else {
+    grammar_caches_.push_front(std::make_shared<GrammarMaskCache>(g, grammar_vocab_));
+    if (grammar_caches_.size() > kGrammarCaches) grammar_caches_.pop_back();
+  }
+  return std::make_unique<GrammarMatcher>(grammar_caches_.front());
+}
+
+// Pool thread. q.masks[i]: the next-token mask after the output plus drafts[0, i), for every i up
+// to the first draft the grammar refuses (*n_grammatical of them pass); the matcher ends where
+// it began.
+void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, size_t* n_grammatical) {
+  GrammarMatcher& m = *q.grammar;
+  if (q.masks.size() < drafts.size() + 1) q.masks.resize(drafts.size() + 1);
+  m.fill_next_token_mask(q.masks[0]);
+  size_t j = 0;
+  while (j < drafts.size()) {
+    const int32_t d = drafts[j];
+    if (!(q.masks[j][static_cast<size_t>(d) / 64] >> (d % 64) & 1) || tokenizer_.is_eog(d) || !m.accept_token(d)) break;
+    j++;
+    m.fill_next_token_mask(q.masks[j]);
+  }
+  m.rollback(j);
+  *n_grammatical = j;
 }
 
 // k adapts to how a sequence's last drafts fared: all accepted, one more (up to --spec-tokens);

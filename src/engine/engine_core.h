@@ -12,8 +12,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -31,6 +33,11 @@
 #include "model/batch.h"
 
 namespace lumen {
+
+class GrammarMatcher;
+class GrammarMaskCache;
+class GrammarVocab;
+struct Grammar;
 
 class Model;
 class Tokenizer;
@@ -167,9 +174,15 @@ class EngineCore {
     int64_t n_spec = 0;              // drafts verified against logits rows 0..n_spec
     std::vector<StreamEvent> extra;  // speculative: the tokens after `event`
     int64_t n_accepted = 0;
+    bool grammar_done = false;  // the last token completes the request's grammar: it ends (stop)
   };
   void sample_token(Sample& s) noexcept;
-  bool apply_token(Sequence& q, StreamEvent event);  // false: the sequence finished (and is gone)
+  // false: the sequence finished (and is gone). grammar_done: the token completes its grammar.
+  bool apply_token(Sequence& q, StreamEvent event, bool grammar_done = false);
+  // The matcher of a request's grammar, sharing the mask cache of earlier requests with the
+  // same grammar text (an LRU of kGrammarCaches).
+  std::unique_ptr<GrammarMatcher> make_grammar_matcher(const std::shared_ptr<const Grammar>& g);
+  void grammar_masks(Sequence& q, std::span<const int32_t> drafts, size_t* n_grammatical);
   void adapt_spec_k(Sequence& q, int64_t n_spec, int64_t n_accepted);
   void propose_drafts();
   int32_t spec_budget(Sequence& q);
@@ -194,6 +207,9 @@ class EngineCore {
   Batch batch_;
   std::vector<std::span<const BlockId>> group_tables_;  // one request's block tables, per group
   std::shared_ptr<Proposer> proposer_;  // null: no speculative decoding
+  static constexpr size_t kGrammarCaches = 16;
+  std::shared_ptr<const GrammarVocab> grammar_vocab_;  // made at the first grammar request
+  std::list<std::shared_ptr<GrammarMaskCache>> grammar_caches_;  // most recently used first
   std::vector<RequestId> to_propose_;    // sequences that decoded this step
   std::vector<ProposalRequest> proposals_;
   double draft_ms_per_token_ = 0;  // the proposer's time per draft (running mean)

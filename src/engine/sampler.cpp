@@ -83,6 +83,9 @@ void Sampler::apply_penalties(std::span<const int32_t> previous_tokens) {
 std::span<const float> Sampler::adjusted_logits(const float* logits,
                                                 std::span<const int32_t> previous_tokens) {
   std::copy(logits, logits + n_vocab_, adjusted_.begin());
+  if (allowed_)
+    for (int i = 0; i < n_vocab_; i++)
+      if (!(allowed_[i / 64] >> (i % 64) & 1)) adjusted_[i] = -INFINITY;
   for (const LogitBias& b : params_.logit_bias) adjusted_[b.token] += b.bias;
   apply_penalties(previous_tokens);
   for (int i = 0; i < n_vocab_; i++) {
@@ -101,7 +104,8 @@ int32_t Sampler::argmax() const {
   for (int i = 1; i < n_vocab_; i++)
     if (adjusted_[i] > adjusted_[best]) best = i;
   if (adjusted_[best] == -INFINITY)
-    fail("sampler: every token is banned (all {} logits are -inf after logit bias)", n_vocab_);
+    fail("sampler: every token is banned (all {} logits are -inf after {})", n_vocab_,
+         allowed_ ? "the grammar's mask and logit bias: no token of the vocabulary continues the grammar here" : "logit bias");
   return best;
 }
 

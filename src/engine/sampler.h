@@ -1,6 +1,7 @@
 // Sampler: turns one row of logits into a token id, following SamplingParams.
 //
 // Order of operations (llama.cpp's default chain, so results are comparable with it):
+//   0. allowed-token mask   (set_allowed: a grammar's next-token mask; the others get -inf)
 //   1. logit bias           (added; -inf bans a token)
 //   2. penalties            (repetition, then frequency/presence, over the last penalty_last_n
 //                            previous tokens)
@@ -66,6 +67,10 @@ class Sampler {
   // a caller that extends the sequence for sample() need copy no more than these.
   size_t history_needed() const;
 
+  // The tokens allowed at the next call (bit t of bits[t / 64]), or nullptr for all; the
+  // caller keeps the bits alive until then.
+  void set_allowed(const uint64_t* bits) { allowed_ = bits; }
+
   const SamplingParams& params() const { return params_; }
   int n_vocab() const { return n_vocab_; }
 
@@ -87,6 +92,7 @@ class Sampler {
   SamplingParams params_;
   int n_vocab_;
   std::mt19937_64 rng_;
+  const uint64_t* allowed_ = nullptr;
   std::vector<float> adjusted_;          // logits after bias and penalties, by id
   std::vector<int32_t> counts_;          // occurrences in the penalty window, by id; kept all-zero
   std::vector<Candidate> candidates_;    // survivors of the truncating samplers

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lumen {
+
+struct Grammar;
 
 struct LogitBias {
   int32_t token = 0;
@@ -37,6 +40,11 @@ struct SamplingParams {
   // Seeds the sampler's own RNG: the same seed with the same logits gives the same tokens on
   // every platform.  Boundaries (CLI, server) pick a random seed when the user gives none.
   uint64_t seed = 0;
+
+  // Structured output (grammar/grammar.h): only tokens that keep the output a prefix of a
+  // sentence of this grammar may be sampled; once the sentence can neither go on nor be
+  // anything but complete, the request ends with finish reason stop. nullptr = unconstrained.
+  std::shared_ptr<const Grammar> grammar;
 
   std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
   int32_t max_tokens = -1;        // -1 = no limit (until end-of-generation or the context is full)

@@ -17,6 +17,7 @@
 #include "core/text_file.h"
 #include "engine/engine_core.h"
 #include "engine/sampling_params.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 #include "engine_options.h"
 #include "model_options.h"
@@ -43,6 +44,7 @@ struct RunArgs {
   int64_t seed = -1;
   std::vector<std::string> logit_bias;
   std::vector<std::string> stop;
+  std::string grammar_file;      // --grammar: GBNF-style text (grammar/grammar.h)
   bool json = false;
   EngineArgs engine;
 };
@@ -180,6 +182,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--seed", a.seed, "RNG seed (default: random)");
   cmd->add_option("--logit-bias", a.logit_bias, "ID=BIAS added to a token's logit (BIAS may be -inf); repeatable");
   cmd->add_option("--stop", a.stop, "stop string; repeatable");
+  cmd->add_option("--grammar", a.grammar_file, "constrain the output to the grammar in FILE (GBNF-style text, README \"Grammars\")");
   cmd->add_flag("--json", a.json, "print one JSON object per prompt instead of streaming text");
   a.engine.add_to(cmd);
   cmd->callback([] {
@@ -196,6 +199,7 @@ void register_run(CLI::App& app) {
     p.stop = a.stop;
     for (const auto& s : a.logit_bias) p.logit_bias.push_back(parse_bias(s));
     p.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
+    if (!a.grammar_file.empty()) p.grammar = compile_grammar(read_whole_file(a.grammar_file));
 
     ModelArgs margs = a.model;
     margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);

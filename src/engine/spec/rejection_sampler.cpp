@@ -28,8 +28,14 @@ TokenDist residual(const TokenDist& p, const TokenDist* q, int32_t rejected) {
 }  // namespace
 
 Verification verify_drafts(Sampler& sampler, std::span<const int32_t> previous, std::span<const int32_t> drafts,
-                           const float* target_logits, int64_t n_vocab, std::span<const TokenDist> draft_dists) {
+                           const float* target_logits, int64_t n_vocab, std::span<const TokenDist> draft_dists,
+                           std::span<const std::vector<uint64_t>> masks) {
   LUMEN_ASSERT(draft_dists.empty() || draft_dists.size() == drafts.size());
+  LUMEN_ASSERT(masks.empty() || masks.size() == drafts.size() + 1);
+  struct Unmask {  // the sampler's mask never outlives this call
+    Sampler& s;
+    ~Unmask() { s.set_allowed(nullptr); }
+  } unmask{sampler};
   Verification v;
   // The sequence the penalties see, extended by each accepted draft: only its tail they read.
   const std::span<const int32_t> tail = previous.last(std::min(previous.size(), sampler.history_needed()));
@@ -39,6 +45,7 @@ Verification verify_drafts(Sampler& sampler, std::span<const int32_t> previous, 
   TokenDist p;
   for (size_t i = 0; i <= drafts.size(); i++) {
     const float* logits = target_logits + static_cast<int64_t>(i) * n_vocab;
+    if (!masks.empty()) sampler.set_allowed(masks[i].data());
     if (greedy) {
       const int32_t t = sampler.sample(logits, seq);
       v.tokens.push_back(t);

@@ -28,7 +28,10 @@ struct Verification {
 // the sequence plus drafts[0, i); draft_dists: the proposer's distribution for each draft, or
 // empty for point masses. previous: the sequence before the drafts (a scratch copy is extended
 // as drafts are accepted, for the penalties).
+// masks: empty, or k + 1 allowed-token masks (a grammar's, after the sequence plus drafts[0, i))
+// that row i's distribution is restricted to.
 Verification verify_drafts(Sampler& sampler, std::span<const int32_t> previous, std::span<const int32_t> drafts,
-                           const float* target_logits, int64_t n_vocab, std::span<const TokenDist> draft_dists = {});
+                           const float* target_logits, int64_t n_vocab, std::span<const TokenDist> draft_dists = {},
+                           std::span<const std::vector<uint64_t>> masks = {});
 
 }  // namespace lumen

@@ -1,0 +1,261 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+
+namespace lumen {
+
+// ---- StackPool ----
+
+size_t StackPool::KeyHash::operator()(const Key& k) const {
+  uint64_t h = static_cast<uint32_t>(k.parent) * 0x9E3779B97F4A7C15ull;
+  h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.rule)) << 32 | static_cast<uint32_t>(k.state)) +
+       0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+int32_t StackPool::intern(int32_t parent, int32_t rule, int32_t state) {
+  auto [it, fresh] = ids_.try_emplace(Key{parent, rule, state}, static_cast<int32_t>(frames_.size()));
+  if (fresh) frames_.push_back({parent, rule, state});
+  return it->second;
+}
+
+void StackPool::clear() {
+  frames_.clear();
+  ids_.clear();
+}
+
+// ---- StackStepper ----
+
+template <class OnByteEdge>
+void StackStepper::expand(StackPool& pool, std::span<const int32_t> in, bool* to_context, OnByteEdge&& on_edge) {
+  if (++stamp_ == 0) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    std::fill(out_seen_.begin(), out_seen_.end(), 0);
+    stamp_ = 1;
+  }
+  work_.assign(in.begin(), in.end());
+  while (!work_.empty()) {
+    const int32_t x = work_.back();
+    work_.pop_back();
+    if (x < 0) {
+      if (x == StackPool::kContext && to_context) *to_context = true;
+      continue;  // kEnd: the sentence would end with a byte still to match
+    }
+    if (seen_.size() <= static_cast<size_t>(x)) seen_.resize(pool.size() * 2 + 64, 0);
+    if (seen_[static_cast<size_t>(x)] == stamp_) continue;  // (also ends loops of empty calls)
+    seen_[static_cast<size_t>(x)] = stamp_;
+    work_done_++;
+    const StackPool::Frame f = pool[x];  // a copy: intern() may grow the pool
+    const auto& st = g_.rules[static_cast<size_t>(f.rule)].states[static_cast<size_t>(f.state)];
+    for (const auto& e : st.bytes) on_edge(f, e);
+    for (const auto& c : st.calls) {
+      const int32_t ret = pool.intern(f.parent, f.rule, c.ret);
+      work_.push_back(pool.intern(ret, c.rule, 0));
+    }
+    if (st.accepting) work_.push_back(f.parent);  // the rule ends: continue in its caller
+  }
+}
+
+void StackStepper::step(StackPool& pool, std::span<const int32_t> in, uint8_t byte, std::vector<int32_t>& out,
+                        bool* to_context) {
+  out.clear();
+  expand(pool, in, to_context, [&](const StackPool::Frame& f, const GrammarRuleAutomaton::ByteEdge& e) {
+    if (byte < e.lo || byte > e.hi) return;
+    const int32_t id = pool.intern(f.parent, f.rule, e.target);
+    if (out_seen_.size() <= static_cast<size_t>(id)) out_seen_.resize(pool.size() * 2 + 64, 0);
+    if (out_seen_[static_cast<size_t>(id)] == stamp_) return;
+    out_seen_[static_cast<size_t>(id)] = stamp_;
+    out.push_back(id);
+  });
+  if (out.size() > kMaxStacks)
+    throw GrammarError(fmt::format("grammar: more than {} ways to match the output so far (the grammar is too "
+                                   "ambiguous to follow: make its alternatives distinct)",
+                                   kMaxStacks));
+}
+
+bool StackStepper::can_take_byte(StackPool& pool, std::span<const int32_t> in) {
+  bool any = false;
+  expand(pool, in, nullptr, [&](const StackPool::Frame&, const GrammarRuleAutomaton::ByteEdge&) { any = true; });
+  return any;
+}
+
+bool StackStepper::can_end(const StackPool& pool, int32_t stack) const {
+  int32_t x = stack;
+  while (x >= 0) {
+    const StackPool::Frame& f = pool[x];
+    if (!g_.rules[static_cast<size_t>(f.rule)].states[static_cast<size_t>(f.state)].can_end) return false;
+    x = f.parent;
+  }
+  return x == StackPool::kEnd;
+}
+
+// ---- GrammarMaskCache ----
+
+// Frames a classification may expand: a JSON grammar's string state over Qwen's 152k tokens
+// takes ~3 M; a grammar needing 10x that per state is refused rather than stalling decode.
+constexpr uint64_t kClassifyBudget = 40'000'000;
+
+GrammarMaskCache::GrammarMaskCache(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> v)
+    : g_(std::move(g)), v_(std::move(v)) {}
+
+size_t GrammarMaskCache::n_entries() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+const GrammarMaskCache::Entry& GrammarMaskCache::get(int32_t rule, int32_t state) {
+  const uint64_t key = static_cast<uint64_t>(static_cast<uint32_t>(rule)) << 32 | static_cast<uint32_t>(state);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return *it->second;
+  }
+  // Classified outside the lock (other sequences' frames are not held up); a racing thread's
+  // equal result is dropped.
+  std::unique_ptr<Entry> e = classify(rule, state);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = entries_.try_emplace(key, std::move(e));
+  return *it->second;
+}
+
+std::unique_ptr<GrammarMaskCache::Entry> GrammarMaskCache::classify(int32_t rule, int32_t state) const {
+  auto e = std::make_unique<Entry>();
+  const auto& trie = v_->trie();
+  const auto& sorted = v_->sorted();
+  e->accepted.assign((static_cast<size_t>(v_->n_vocab()) + 63) / 64, 0);
+  StackPool pool;
+  StackStepper stepper(*g_);
+  int32_t max_depth = 0;
+  for (const auto& n : trie) max_depth = std::max(max_depth, n.depth);
+  // level[d]: the stacks after the current node's prefix of length d; ends_by[d]: the frame
+  // can end (the stack below deciding what follows) after some prefix of length <= d.
+  std::vector<std::vector<int32_t>> level(static_cast<size_t>(max_depth) + 1);
+  std::vector<char> ends_by(static_cast<size_t>(max_depth) + 1, 0);
+  level[0] = {pool.intern(StackPool::kContext, rule, state)};
+  size_t i = 1;
+  while (i < trie.size()) {
+    const GrammarVocab::TrieNode& node = trie[i];
+    const auto d = static_cast<size_t>(node.depth);
+    if (stepper.work() > kClassifyBudget)
+      throw GrammarError(fmt::format("grammar: classifying the vocabulary at rule '{}' took more than {} steps "
+                                     "(the grammar is too ambiguous to follow)",
+                                     g_->rules[static_cast<size_t>(rule)].name, kClassifyBudget));
+    bool ends = false;
+    stepper.step(pool, level[d - 1], node.byte, level[d], &ends);
+    ends_by[d - 1] = static_cast<char>((d >= 2 && ends_by[d - 2]) || ends);
+    if (level[d].empty()) {
+      // Nothing of this subtree matches inside the frame; past its end, the stack decides.
+      if (ends_by[d - 1])
+        for (int32_t k = node.tok_begin; k < node.sub_end; k++) e->uncertain.push_back(sorted[static_cast<size_t>(k)]);
+      i = static_cast<size_t>(node.end);
+      continue;
+    }
+    for (int32_t k = node.tok_begin; k < node.tok_end; k++) {
+      const int32_t id = sorted[static_cast<size_t>(k)];
+      e->accepted[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    }
+    i++;
+  }
+  return e;
+}
+
+// ---- GrammarMatcher ----
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarMaskCache> cache)
+    : cache_(std::move(cache)), stepper_(cache_->grammar()) {
+  stacks_ = {pool_.intern(StackPool::kEnd, cache_->grammar().root, 0)};
+}
+
+void GrammarMatcher::fill_next_token_mask(std::vector<uint64_t>& bits) {
+  const GrammarVocab& v = cache_->vocab();
+  bits.assign((static_cast<size_t>(v.n_vocab()) + 63) / 64, 0);
+  for (int32_t s : stacks_) {
+    const StackPool::Frame& f = pool_[s];
+    const auto& e = cache_->get(f.rule, f.state);
+    for (size_t w = 0; w < bits.size(); w++) bits[w] |= e.accepted[w];
+  }
+  // Uncertain tokens against the real stacks, each copied into the scratch pool.
+  scratch_.clear();
+  for (int32_t s : stacks_) {
+    const StackPool::Frame top = pool_[s];
+    const auto& e = cache_->get(top.rule, top.state);
+    if (e.uncertain.empty()) continue;
+    std::vector<StackPool::Frame> chain;
+    for (int32_t x = s; x >= 0; x = pool_[x].parent) chain.push_back(pool_[x]);
+    int32_t copy = StackPool::kEnd;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) copy = scratch_.intern(copy, it->rule, it->state);
+    for (int32_t id : e.uncertain) {
+      if (bits[static_cast<size_t>(id) / 64] >> (id % 64) & 1) continue;
+      tmp_.assign(1, copy);
+      bool ok = true;
+      for (const char c : v.bytes(id)) {
+        stepper_.step(scratch_, tmp_, static_cast<uint8_t>(c), tmp2_);
+        tmp_.swap(tmp2_);
+        if (tmp_.empty()) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    }
+  }
+  scratch_.clear();
+  if (can_end())
+    for (int32_t id : v.eog()) bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+}
+
+bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  tmp_ = stacks_;
+  for (const char c : bytes) {
+    stepper_.step(pool_, tmp_, static_cast<uint8_t>(c), tmp2_);
+    tmp_.swap(tmp2_);
+    if (tmp_.empty()) return false;
+  }
+  history_.push_back(std::move(stacks_));
+  stacks_ = tmp_;
+  return true;
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+  const GrammarVocab& v = cache_->vocab();
+  if (id < 0 || id >= v.n_vocab()) return false;
+  if (std::find(v.eog().begin(), v.eog().end(), id) != v.eog().end()) {
+    if (!can_end()) return false;
+    history_.push_back(stacks_);
+    return true;
+  }
+  const std::string& b = v.bytes(id);
+  if (b.empty()) return false;
+  return accept_bytes(b);
+}
+
+bool GrammarMatcher::can_end() {
+  for (int32_t s : stacks_)
+    if (stepper_.can_end(pool_, s)) return true;
+  return false;
+}
+
+bool GrammarMatcher::can_continue() { return stepper_.can_take_byte(pool_, stacks_); }
+
+void GrammarMatcher::rollback(size_t n) {
+  if (n == 0) return;
+  LUMEN_ASSERT(n <= history_.size());
+  stacks_ = history_[history_.size() - n];
+  history_.resize(history_.size() - n);
+}
+
+bool grammar_accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  StackPool pool;
+  StackStepper stepper(*g);
+  std::vector<int32_t> cur{pool.intern(StackPool::kEnd, g->root, 0)}, next;
+  for (const char c : text) {
+    stepper.step(pool, cur, static_cast<uint8_t>(c), next);
+    cur.swap(next);
+    if (cur.empty()) return false;
+  }
+  for (int32_t s : cur)
+    if (stepper.can_end(pool, s)) return true;
+  return false;
+}
+
+}  // namespace lumen

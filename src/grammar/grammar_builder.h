@@ -41,6 +41,10 @@ class GrammarBuilder {
   std::string text(const std::string& first) const;
   size_t bytes() const { return bytes_; }
 
+  // Rules that derive no finite text (every alternative needs the rule again, or another such
+  // rule): a matcher could enter them and never finish. For the builder's own output syntax.
+  std::vector<std::string> unproductive_rules() const;
+
  private:
   void claim(const std::string& name);
   void charge(size_t bytes);

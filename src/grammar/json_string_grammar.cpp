@@ -167,7 +167,8 @@ std::string grammar_char_class(const CodePointSet& set) {
   std::string out = "[";
   for (const auto& [lo, hi] : set.ranges()) {
     out += class_char(lo);
-    if (hi > lo) out += (hi > lo + 1 ? "-" : "") + class_char(hi);
+    if (hi > lo + 1) out += '-';
+    if (hi > lo) out += class_char(hi);
   }
   return out + "]";
 }

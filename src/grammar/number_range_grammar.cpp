@@ -47,7 +47,7 @@ Decimal Decimal::parse(std::string_view text) {
   d.int_digits = digits.substr(0, point);
   d.frac_digits = digits.substr(point);
   while (d.int_digits.size() > 1 && d.int_digits[0] == '0') d.int_digits.erase(0, 1);
-  if (d.int_digits.empty()) d.int_digits = "0";
+  if (d.int_digits.empty()) d.int_digits.assign(1, '0');
   while (!d.frac_digits.empty() && d.frac_digits.back() == '0') d.frac_digits.pop_back();
   if (d.int_digits == "0" && d.frac_digits.empty()) d.negative = false;
   return d;
@@ -156,7 +156,8 @@ std::string nonnegative_range(const std::string& a, const std::optional<std::str
   std::vector<std::string> alts;
   const size_t last = b ? b->size() : a.size();
   for (size_t len = a.size(); len <= last; len++) {
-    const std::string lo = len == a.size() ? a : "1" + std::string(len - 1, '0');
+    std::string lo = a;
+    if (len != a.size()) lo.assign(len, '0'), lo[0] = '1';
     const std::string hi = b && len == b->size() ? *b : std::string(len, '9');
     if (compare_digits(lo, hi) <= 0) alts.push_back(same_length_range(lo, hi));
   }

@@ -36,6 +36,11 @@ void GrammarBuilder::charge(size_t bytes) {
     throw GrammarError(fmt::format("the grammar would be larger than {} bytes", max_bytes_));
 }
 
+void GrammarBuilder::check_room(size_t pending) const {
+  if (bytes_ + pending > max_bytes_)
+    throw GrammarError(fmt::format("the grammar would be larger than {} bytes", max_bytes_));
+}
+
 std::string GrammarBuilder::reserve(std::string_view hint) {
   const std::string base = sanitize(hint);
   std::string name = base;

@@ -40,6 +40,10 @@ class GrammarBuilder {
   // All rules, `first` first (the root), then in order of definition.
   std::string text(const std::string& first) const;
   size_t bytes() const { return bytes_; }
+  // Throws when `pending` more bytes would pass the size limit: lets a caller stop building a
+  // body that could never be defined.
+  void check_room(size_t pending) const;
+  size_t max_rules() const { return max_rules_; }
 
   // Rules that derive no finite text (every alternative needs the rule again, or another such
   // rule): a matcher could enter them and never finish. For the builder's own output syntax.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "grammar/grammar_builder.h"
 #include "grammar/json_schema_internal.h"
@@ -307,12 +308,17 @@ Converter::Expr Converter::alternatives(const Json& s, const std::string& path, 
   const bool plain = is_trivial(rest);
   const Json& members = s[key];
   std::vector<std::string> alts;
+  std::set<std::string> seen;
+  size_t size = 0;
   for (size_t i = 0; i < members.size(); i++) {
     const std::string mpath = path_index(path_key(path, key), i);
     // Constraints beside anyOf apply to every branch: each branch merged with them.
     const Json& m = plain ? members[i] : merger_.merge(rest, members[i], mpath);
     const Expr e = value(m, mpath, fmt::format("{}-{}", hint, i), ctx);
-    if (e && std::find(alts.begin(), alts.end(), *e) == alts.end()) alts.push_back(*e);
+    if (e && seen.insert(*e).second) {
+      alts.push_back(*e);
+      b_.check_room(size += e->size() + 3);
+    }
   }
   if (alts.empty()) return std::nullopt;
   if (alts.size() == 1) return alts[0];
@@ -353,10 +359,13 @@ Converter::Expr Converter::enumeration(const Json& s, const std::string& path, c
     paths.push_back(path_key(path, "const"));
   }
   std::vector<std::string> alts;
+  std::set<std::string> seen;
+  size_t size = 0;
   for (size_t i = 0; i < values.size(); i++) {
     if (s.contains("type") && !value_has_type(*values[i], t)) continue;
     std::string lit = literal(*values[i], paths[i]);
-    if (std::find(alts.begin(), alts.end(), lit) == alts.end()) alts.push_back(std::move(lit));
+    b_.check_room(size += lit.size() + 3);
+    if (seen.insert(lit).second) alts.push_back(std::move(lit));
   }
   if (alts.empty()) return std::nullopt;
   if (alts.size() == 1) return token(hint, alts[0]);
@@ -403,15 +412,18 @@ Converter::Expr Converter::object(const Json& s, const std::string& path, const 
   const Json& extra = s.contains("additionalProperties") ? s["additionalProperties"] : any;
   const std::string extra_path = path_key(path, "additionalProperties");
   std::vector<std::string> required;
+  std::set<std::string> required_set, declared;
   if (s.contains("required"))
-    for (const Json& r : s["required"]) required.push_back(r.get<std::string>());
-  const auto is_required = [&](const std::string& k) { return std::find(required.begin(), required.end(), k) != required.end(); };
+    for (const Json& r : s["required"])
+      if (required_set.insert(r.get<std::string>()).second) required.push_back(r.get<std::string>());
+  const auto is_required = [&](const std::string& k) { return required_set.count(k) != 0; };
 
   struct Slot {
     std::string member;
     bool required;
   };
   std::vector<Slot> slots;
+  size_t size = 0;
   std::vector<std::u32string> names;  // every declared name: never an additional property
   const auto add_slot = [&](const std::string& name, const Expr& val, const std::string& name_path) -> bool {
     std::u32string decoded;
@@ -421,8 +433,10 @@ Converter::Expr Converter::object(const Json& s, const std::string& path, const 
       throw JsonSchemaError(name_path, e.what());
     }
     names.push_back(decoded);
+    declared.insert(name);
     if (!val) return !is_required(name);  // a name that can have no value: absent, or no object at all
     slots.push_back({seq({json_string_literal(decoded), w, colon, w, *val}), is_required(name)});
+    b_.check_room(size += 2 * slots.back().member.size());
     return true;
   };
   if (s.contains("properties")) {
@@ -432,8 +446,7 @@ Converter::Expr Converter::object(const Json& s, const std::string& path, const 
     }
   }
   for (const std::string& name : required) {  // required but not declared: additionalProperties decides
-    if (s.contains("properties") && s["properties"].contains(name)) continue;
-    if (std::find(names.begin(), names.end(), decode_utf8(name)) != names.end()) continue;
+    if (declared.count(name)) continue;
     if (!add_slot(name, value(extra, extra_path, hint + "-" + name, inner), path_key(path, "required"))) return std::nullopt;
   }
   Expr extra_member;

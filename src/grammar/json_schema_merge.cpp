@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "grammar/json_schema_internal.h"
 
@@ -121,16 +123,18 @@ Json SchemaMerger::merge_values(const Json& a_in, const Json& b_in, const std::s
         if (out[key].empty()) return false;
       } else if (key == "enum") {
         Json values = Json::array();
+        const std::set<Json> in_b(vb.begin(), vb.end());
         for (const Json& e : va)
-          if (std::find(vb.begin(), vb.end(), e) != vb.end()) values.push_back(e);
+          if (in_b.count(e)) values.push_back(e);
         out[key] = values;
       } else if (key == "const") {
         if (va != vb) return false;
         out[key] = va;
       } else if (key == "required") {
         Json names = va;
+        std::set<Json> have(va.begin(), va.end());
         for (const Json& n : vb)
-          if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+          if (have.insert(n).second) names.push_back(n);
         out[key] = names;
       } else if (key == "minItems" || key == "minLength") {
         out[key] = count_of(va) >= count_of(vb) ? va : vb;
@@ -151,14 +155,19 @@ Json SchemaMerger::merge_values(const Json& a_in, const Json& b_in, const std::s
     const Json any = true;
     const Json& aa = a.contains("additionalProperties") ? a["additionalProperties"] : any;
     const Json& ba = b.contains("additionalProperties") ? b["additionalProperties"] : any;
+    // Indexes: ordered_json finds keys by a linear scan.
+    std::map<std::string, const Json*> pa, pb;
+    if (a.contains("properties")) for (const auto& [name, sub] : a["properties"].items()) pa.emplace(name, &sub);
+    if (b.contains("properties")) for (const auto& [name, sub] : b["properties"].items()) pb.emplace(name, &sub);
     Json props = Json::object();
+    std::set<std::string> done;
     for (const Json* side : {&a, &b}) {
       if (!side->contains("properties")) continue;
       for (const auto& [name, sub] : (*side)["properties"].items()) {
-        if (props.contains(name)) continue;
-        const Json& sa = a.contains("properties") && a["properties"].contains(name) ? a["properties"][name] : aa;
-        const Json& sb = b.contains("properties") && b["properties"].contains(name) ? b["properties"][name] : ba;
-        props[name] = merge_values(sa, sb, path_key(path_key(path, "properties"), name), depth + 1);
+        if (!done.insert(name).second) continue;
+        const Json& sa = pa.count(name) ? *pa[name] : aa;
+        const Json& sb = pb.count(name) ? *pb[name] : ba;
+        props.push_back({name, merge_values(sa, sb, path_key(path_key(path, "properties"), name), depth + 1)});
       }
     }
     if (!props.empty()) out["properties"] = props;

@@ -248,6 +248,8 @@ std::string json_string_except(const std::vector<std::u32string>& keys, GrammarB
         n = it->second;
         continue;
       }
+      if (trie.size() >= b.max_rules())
+        throw GrammarError(fmt::format("the grammar would have more than {} rules (property names)", b.max_rules()));
       const int next = static_cast<int>(trie.size());
       trie[n].kids.emplace(c, next);
       trie.emplace_back();  // may move the nodes: nothing of trie[n] is held across it

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "grammar/grammar_builder.h"
@@ -414,13 +415,14 @@ class Emitter {
 
   std::optional<Expr> alternation(const std::vector<Node>& kids) {
     std::vector<std::string> alts;
+    std::set<std::string> seen;
     bool empty_string = false, any = false;
     for (const Node& k : kids) {
       const auto e = emit(k);
       if (!e) continue;
       any = true;
       if (e->text.empty()) empty_string = true;
-      else if (std::find(alts.begin(), alts.end(), e->text) == alts.end()) alts.push_back(e->text);
+      else if (seen.insert(e->text).second) alts.push_back(e->text);
     }
     if (!any) return std::nullopt;
     if (alts.empty()) return Expr{};

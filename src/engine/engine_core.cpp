@@ -590,18 +590,28 @@ std::unique_ptr<GrammarMatcher> EngineCore::make_grammar_matcher(const std::shar
 }
 
 // Pool thread. q.masks[i]: the next-token mask after the output plus drafts[0, i), for every i up
-// to the first draft the grammar refuses (*n_grammatical of them pass); the matcher ends where
-// it began.
+// to the first draft the grammar refuses (*n_grammatical of them pass) or the first position
+// that closes the sentence; the matcher ends where it began.
+// Closing: near the end of the token budget (max_tokens or the context) an unfinished sentence
+// may continue only with prefixes of its shortest completion, so the output still parses
+// (README "Grammars"). Checked per position, so drafts change nothing.
 void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, size_t* n_grammatical) {
   GrammarMatcher& m = *q.grammar;
   if (q.masks.size() < drafts.size() + 1) q.masks.resize(drafts.size() + 1);
-  m.fill_next_token_mask(q.masks[0]);
+  const int64_t left = q.req.max_num_tokens - q.req.num_tokens();
+  auto mask_at = [&](size_t j) {
+    m.fill_next_token_mask(q.masks[j]);
+    const int64_t need = m.bytes_to_end();
+    return need > 0 && need < GrammarMaskCache::kFar && left - static_cast<int64_t>(j) <= need + kGrammarClosingMargin &&
+           m.restrict_to_shortest_completion(q.masks[j]);
+  };
   size_t j = 0;
-  while (j < drafts.size()) {
+  bool closing = mask_at(0);
+  while (!closing && j < drafts.size()) {
     const int32_t d = drafts[j];
     if (!(q.masks[j][static_cast<size_t>(d) / 64] >> (d % 64) & 1) || tokenizer_.is_eog(d) || !m.accept_token(d)) break;
     j++;
-    m.fill_next_token_mask(q.masks[j]);
+    closing = mask_at(j);
   }
   m.rollback(j);
   *n_grammatical = j;

@@ -67,6 +67,7 @@ struct EngineCore::Sequence {
   std::vector<TokenDist> spec_dists;  // the proposer's distribution of each of req.spec_token_ids (or empty)
   std::unique_ptr<GrammarMatcher> grammar;   // structured output: where the output stands in its grammar
   std::vector<std::vector<uint64_t>> masks;  // its next-token masks, one per draft position and one more
+  bool grammar_closing = false;  // the token budget forced the sentence closed: it ends with `length`
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
       : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
@@ -570,7 +571,8 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e, bool grammar_done) {
   }
   const StopChecker::Step st = q.stops.feed(text);
   e.text = st.emit;
-  if (st.stopped || grammar_done) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (st.stopped || (grammar_done && !q.grammar_closing)) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (grammar_done) return finish(q, FinishReason::Length, std::move(e)), false;  // closed for the budget
   if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e)), false;
   q.handle->push(std::move(e));
   return true;
@@ -613,6 +615,7 @@ void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, siz
     j++;
     closing = mask_at(j);
   }
+  if (closing) q.grammar_closing = true;
   m.rollback(j);
   *n_grammatical = j;
 }

@@ -603,8 +603,13 @@ void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, siz
   const int64_t left = q.req.max_num_tokens - q.req.num_tokens();
   auto mask_at = [&](size_t j) {
     m.fill_next_token_mask(q.masks[j]);
-    const int64_t need = m.bytes_to_end();
-    return need > 0 && need < GrammarMaskCache::kFar && left - static_cast<int64_t>(j) <= need + kGrammarClosingMargin &&
+    const int64_t need = m.bytes_to_end(), left_j = left - static_cast<int64_t>(j);
+    if (need == 0 && left_j <= kGrammarClosingMargin) {
+      // Whole already: it may go on only with tokens that keep it whole (for `.*` all of them).
+      m.restrict_to_ending_tokens(q.masks[j]);
+      return false;
+    }
+    return need > 0 && need < GrammarMaskCache::kFar && left_j <= need + kGrammarClosingMargin &&
            m.restrict_to_shortest_completion(q.masks[j]);
   };
   size_t j = 0;

@@ -374,6 +374,47 @@ void GrammarMatcher::rollback(size_t n) {
   history_.resize(history_.size() - n);
 }
 
+void GrammarMatcher::restrict_to_ending_tokens(std::vector<uint64_t>& bits) {
+  // The trie walked from the real stacks (copied into the scratch pool), prefixes shared.
+  const GrammarVocab& v = cache_->vocab();
+  const auto& trie = v.trie();
+  const auto& sorted = v.sorted();
+  scratch_.clear();
+  std::vector<int32_t> start;
+  for (int32_t s : stacks_) {
+    std::vector<StackPool::Frame> chain;
+    for (int32_t x = s; x >= 0; x = pool_[x].parent) chain.push_back(pool_[x]);
+    int32_t copy = StackPool::kEnd;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) copy = scratch_.intern(copy, it->rule, it->state);
+    start.push_back(copy);
+  }
+  int32_t max_depth = 0;
+  for (const auto& n : trie) max_depth = std::max(max_depth, n.depth);
+  std::vector<std::vector<int32_t>> level(static_cast<size_t>(max_depth) + 1);
+  level[0] = start;
+  std::vector<uint64_t> keep(bits.size(), 0);
+  for (size_t i = 1; i < trie.size();) {
+    const auto& node = trie[i];
+    const auto d = static_cast<size_t>(node.depth);
+    stepper_.step(scratch_, level[d - 1], node.byte, level[d]);
+    if (level[d].empty()) {
+      i = static_cast<size_t>(node.end);
+      continue;
+    }
+    bool ends = false;
+    for (int32_t s : level[d]) ends = ends || stepper_.can_end(scratch_, s);
+    if (ends)
+      for (int32_t k = node.tok_begin; k < node.tok_end; k++) {
+        const int32_t id = sorted[static_cast<size_t>(k)];
+        keep[static_cast<size_t>(id) / 64] |= bits[static_cast<size_t>(id) / 64] & (uint64_t{1} << (id % 64));
+      }
+    i++;
+  }
+  scratch_.clear();
+  for (int32_t id : v.eog()) keep[static_cast<size_t>(id) / 64] |= bits[static_cast<size_t>(id) / 64] & (uint64_t{1} << (id % 64));
+  bits = std::move(keep);
+}
+
 bool grammar_accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {
   StackPool pool;
   StackStepper stepper(*g);

@@ -134,6 +134,9 @@ class GrammarMatcher {
   // completion (false, bits unchanged, when no token is).
   int64_t bytes_to_end();
   bool restrict_to_shortest_completion(std::vector<uint64_t>& bits);
+  // A whole sentence near the budget: keeps only the tokens after which it is still whole (and
+  // end-of-generation), so it cannot start what it could not finish (a second tool call).
+  void restrict_to_ending_tokens(std::vector<uint64_t>& bits);
   // Undoes the last n accepted tokens (speculative drafts the verification rejected).
   void rollback(size_t n);
   size_t n_accepted() const { return history_.size(); }

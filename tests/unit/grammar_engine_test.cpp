@@ -106,6 +106,16 @@ TEST_P(GrammarEngine, ACompletedSentenceEndsWithStop) {
   }
 }
 
+TEST_P(GrammarEngine, AWholeSentenceStartsNoRepeatItCouldNotFinish) {
+  // Whole after each group, but a new group needs bytes: near the budget none may start.
+  const auto g = compile_grammar(R"g(root ::= ( "(" [a-z ]{3,40} ")" )+)g");
+  EngineCore e(*m_.model, *m_.tok, config());
+  for (int s = 0; s < 8; s++) {
+    const auto c = test::drain_completions(*e.submit(prompt(s % 4), gen(24 + s, 1.0f, 70 + static_cast<uint64_t>(s), g)))[0];
+    EXPECT_TRUE(grammar_accepts(g, c.text)) << finish_reason_name(c.reason) << ": " << c.text;
+  }
+}
+
 TEST_P(GrammarEngine, SpeculationUnderAGrammarChangesNothing) {
   const auto g = compile_grammar(kJson);
   std::vector<test::Completion> want;

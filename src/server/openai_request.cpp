@@ -283,7 +283,9 @@ GenerationRequest parse_chat_request(const Json& body, const ApiLimits& limits, 
     if (content) {
       out["content"] = content_text(*content, where + ".content");
     } else if (rs == "assistant" && has_calls) {
-      out["content"] = nullptr;
+      // A call turn's content is null on the wire; templates concatenate it as a string
+      // (Qwen 3 tests '</think>' in it), so they get "".
+      out["content"] = "";
     } else {
       bad_request(where + ".content", "'{}.content' is required", where);
     }

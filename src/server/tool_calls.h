@@ -54,7 +54,12 @@ struct ToolRequest {
   std::vector<ToolSpec> tools;     // empty: no tools offered
   ToolChoiceMode choice = ToolChoiceMode::Auto;
   std::string named;               // ToolChoiceMode::Named: the function
-  bool parallel = true;            // parallel_tool_calls: false allows one call at most
+  // parallel_tool_calls: whether the constraining grammar allows more than one call. Off unless
+  // the request says true (OpenAI's default is true; llama.cpp's server defaults to false too):
+  // a model that never ends its turn would keep adding calls until the token budget cuts one
+  // in half, and the engine closes a sentence before the budget only when it is unfinished.
+  // Parsing takes every call the output holds either way.
+  bool parallel = false;
   bool constrained() const { return !tools.empty() && (choice == ToolChoiceMode::Required || choice == ToolChoiceMode::Named); }
   bool parses() const { return !tools.empty() && choice != ToolChoiceMode::None; }
 };
@@ -62,7 +67,7 @@ struct ToolRequest {
 // The grammar (text form, root rule `root`) whose sentences are exactly the valid call outputs
 // for a constrained request: the family's call text around, per tool, an object with that
 // tool's name and arguments following its parameters schema (json_schema_to_grammar, rules
-// renamed per tool). "required": one call or more (one when !parallel, and always one for
+// renamed per tool). "required": one call, or one or more with `parallel` (always one for
 // Llama 3, whose template renders a single call); named: one call of that function.
 // A schema the converter refuses throws its JsonSchemaError; `failed_tool` (if given) is set
 // to the index of the tool whose schema it was.

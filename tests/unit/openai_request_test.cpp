@@ -131,7 +131,7 @@ TEST(OpenAiRequest, ChatMessages) {
   ASSERT_EQ(r.messages.size(), 3u);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[1]["content"], "Hi there");
-  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_EQ(r.messages[2]["content"], "");  // null beside tool_calls: templates concatenate it
   EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"]["x"], 1);  // parsed for the template
   EXPECT_TRUE(r.params.logprobs);
   EXPECT_EQ(r.params.top_logprobs, 3);
@@ -175,11 +175,12 @@ TEST(OpenAiRequest, StructuredOutputFields) {
   EXPECT_EQ(r.tool_request.choice, ToolChoiceMode::Auto);  // the default with tools
   EXPECT_TRUE(r.tool_request.parses() && !r.tool_request.constrained());
   EXPECT_TRUE(r.tools.is_array());  // the template still gets them as given
+  EXPECT_FALSE(r.tool_request.parallel);  // one constrained call unless parallel_tool_calls says true
   r = chat(chat_with(std::string(R"("tools":[)") + kTool + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}},)"
-                     R"("parallel_tool_calls":false)"));
+                     R"("parallel_tool_calls":true)"));
   EXPECT_EQ(r.tool_request.choice, ToolChoiceMode::Named);
   EXPECT_EQ(r.tool_request.named, "get_weather");
-  EXPECT_FALSE(r.tool_request.parallel);
+  EXPECT_TRUE(r.tool_request.parallel);
   r = chat(chat_with(std::string(R"("tools":[)") + kTool + R"(],"tool_choice":"none")"));
   EXPECT_FALSE(r.tool_request.parses());  // rendered, not parsed
   // A function without parameters takes none.

@@ -16,6 +16,7 @@ namespace {
 const std::vector<std::string> kNames = {"get_weather", "add"};
 
 ToolRequest weather_tools(ToolChoiceMode choice = ToolChoiceMode::Required, std::string named = {}, bool parallel = true) {
+  // (parallel_tool_calls true, as requests must say for more than one call)
   ToolRequest r;
   r.tools.push_back({"get_weather", Json::parse(R"({"type":"object","properties":{"city":{"type":"string","maxLength":20},)"
                                                 R"("unit":{"enum":["c","f"]}},"required":["city"],"additionalProperties":false})")});
@@ -61,7 +62,7 @@ std::string rendered_call(const std::string& file, const std::string& end_of_tur
   Json messages = Json::array({Json{{"role", "user"}, {"content", "Weather in Paris?"}}});
   Json vars{{"tools", tools}, {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"add_generation_prompt", true}, {"messages", messages}};
   const std::string before = tpl.render(vars);
-  messages.push_back(Json::parse(R"({"role":"assistant","content":null,"tool_calls":[{"id":"abcDEF123","type":"function",)"
+  messages.push_back(Json::parse(R"({"role":"assistant","content":"","tool_calls":[{"id":"abcDEF123","type":"function",)"
                                  R"("function":{"name":"get_weather","arguments":{"city":"Paris"}}}]})"));
   vars["messages"] = messages;
   vars["add_generation_prompt"] = false;
@@ -207,7 +208,7 @@ TEST(ToolCalls, GrammarAcceptsExactlyValidCalls) {
   EXPECT_TRUE(accepts(H, named, "<tool_call>\n" + a + "\n</tool_call>"));
   EXPECT_FALSE(accepts(H, named, "<tool_call>\n" + w + "\n</tool_call>"));
   EXPECT_FALSE(accepts(H, named, "<tool_call>\n" + a + "\n</tool_call>\n<tool_call>\n" + a + "\n</tool_call>"));
-  // parallel_tool_calls false: one call.
+  // parallel_tool_calls false (the default): one call.
   EXPECT_FALSE(accepts(H, weather_tools(ToolChoiceMode::Required, {}, false),
                        "<tool_call>\n" + w + "\n</tool_call>\n<tool_call>\n" + a + "\n</tool_call>"));
 

@@ -10,6 +10,8 @@ namespace lumen::server {
 
 namespace {
 
+constexpr size_t kMaxTools = 128;
+
 const Json* member(const Json& obj, const char* key) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return nullptr;
@@ -110,6 +112,8 @@ ToolRequest parse_tool_request(const Json& body, const OutputConstraint& constra
   ToolRequest r;
   if (const Json* tools = member(body, "tools")) {
     if (!tools->is_array()) bad_request("tools", "'tools' must be a list");
+    // OpenAI's bound; each tool is a grammar of its own when calls are constrained.
+    if (tools->size() > kMaxTools) bad_request("tools", "'tools' may hold at most {} functions, got {}", kMaxTools, tools->size());
     std::set<std::string> names;
     for (size_t i = 0; i < tools->size(); i++) {
       ToolSpec spec = parse_tool((*tools)[i], i);

@@ -224,6 +224,9 @@ TEST(OpenAiRequest, StructuredOutputFaultsAre400NamingTheField) {
       {tools + R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"response_format":{"type":"json_object"})",
        "tool_choice"},
   };
+  std::string many = R"("tools":[)";
+  for (int i = 0; i < 129; i++) many += fmt::format(R"({}{{"type":"function","function":{{"name":"f{}"}}}})", i ? "," : "", i);
+  EXPECT_EQ(error_of([&] { chat(chat_with(many + "]")); }), (std::pair<int, std::string>{400, "tools"}));
   for (const auto& [fields, param] : cases) EXPECT_EQ(error_of([&] { chat(chat_with(fields)); }), (std::pair<int, std::string>{400, param})) << fields;
   // The same checks on completions.
   EXPECT_EQ(error_of([] { completion(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":1}}})"); }).second,

@@ -29,6 +29,10 @@ Json bytes_of(const std::string& piece) {
   return b;
 }
 
+// The finish reason of an output that holds calls: "tool_calls", unless the token budget closed
+// the grammar (the calls parse, but their arguments were cut short: the client should know).
+const char* calls_finish_reason(FinishReason r) { return r == FinishReason::Length ? "length" : "tool_calls"; }
+
 // message.tool_calls, each with a fresh id.
 Json tool_calls_json(const std::vector<ToolCall>& calls, ToolCallFormat format) {
   Json out = Json::array();
@@ -272,7 +276,7 @@ std::string GenerationStream::tool_call_chunks(size_t idx, const std::vector<Too
     Json args{{"index", i}, {"function", {{"arguments", whole[i]["function"]["arguments"]}}}};
     out += sse(delta_chunk(Json{{"tool_calls", Json::array({std::move(args)})}}, nullptr));
   }
-  Json last = delta_chunk(Json::object(), "tool_calls");
+  Json last = delta_chunk(Json::object(), calls_finish_reason(c.reason));
   last["timings"] = timings_json(c.timings);
   out += sse(last);
   return out;
@@ -292,7 +296,7 @@ std::string GenerationStream::whole_body() const {
           // OpenAI's shape: content beside the calls when there is some, else null.
           message["content"] = parsed.content.empty() ? Json(nullptr) : Json(parsed.content);
           message["tool_calls"] = tool_calls_json(parsed.calls, ctx_.tool_format);
-          finish = "tool_calls";
+          finish = calls_finish_reason(c.reason);
         }
       }
       choice["message"] = std::move(message);

@@ -127,7 +127,11 @@ ParsedToolOutput parse_hermes(std::string_view text, const std::vector<std::stri
     out.calls.push_back(std::move(*call));
     const std::string_view after_object = body.substr(len);
     size_t next = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
-    if (close == std::string_view::npos) append_content(out.content, after_object);
+    if (close == std::string_view::npos) {
+      // The close tag may be missing (a control token, or the budget ran out inside it).
+      const std::string_view tail = trim(after_object);
+      if (tail.size() >= kHermesClose.size() || kHermesClose.substr(0, tail.size()) != tail) append_content(out.content, tail);
+    }
     else if (!trim(after_object).empty()) return plain(text);  // text inside the tags beside the object
     pos = text.find(kHermesOpen, next);
     append_content(out.content, text.substr(next, (pos == std::string_view::npos ? text.size() : pos) - next));

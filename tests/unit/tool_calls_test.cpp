@@ -127,6 +127,10 @@ TEST(ToolCalls, HermesParser) {
   EXPECT_EQ(p.content, "Let me look.");
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"Oslo"})");
   EXPECT_EQ(p.calls[1].arguments, R"({"a":3,"b":4})");
+  // A close tag cut short by the token budget is no content.
+  p = parse_tool_calls(f, "<tool_call>\n{\"name\": \"add\", \"arguments\": {}}\n</tool_c", kNames);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.content, "");
   // A bare call object (a vocabulary where <tool_call> is a control token drops it).
   p = parse_tool_calls(f, " {\"name\": \"add\", \"arguments\": {}} ", kNames);
   ASSERT_EQ(p.calls.size(), 1u);

@@ -221,6 +221,19 @@ describe('tool calls (built-in ChatML: Hermes calls)', () => {
     }
   });
 
+  test('a call the token budget closed: valid, with finish_reason length', async () => {
+    // Near the end of max_tokens the engine completes the call by its shortest completion.
+    const r = await chat({ tools: [WEATHER], tool_choice: 'required', seed: 1, max_tokens: 100 });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, 'length', JSON.stringify(c));
+    assert.equal(c.message.tool_calls.length, 1);
+    checkCall(c.message.tool_calls[0], 'closed');
+    assert.equal(c.message.content, null);
+    const got = await assemble(await chat({ tools: [WEATHER], tool_choice: 'required', seed: 1, max_tokens: 100, stream: true }));
+    assert.equal(got.finish, 'length');
+    assert.deepEqual(got.calls.map((x) => x.function.arguments), [c.message.tool_calls[0].function.arguments]);
+  });
+
   test('a named function: exactly one call of it', async () => {
     for (const seed of SEEDS) {
       const r = await chat({ tools: [WEATHER, ADD], tool_choice: { type: 'function', function: { name: 'add' } }, seed });

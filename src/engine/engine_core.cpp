@@ -67,6 +67,7 @@ struct EngineCore::Sequence {
   std::vector<TokenDist> spec_dists;  // the proposer's distribution of each of req.spec_token_ids (or empty)
   std::unique_ptr<GrammarMatcher> grammar;   // structured output: where the output stands in its grammar
   std::vector<std::vector<uint64_t>> masks;  // its next-token masks, one per draft position and one more
+  bool grammar_closing = false;  // the token budget forced the sentence closed: it ends with `length`
 
   Sequence(const GenerationParams& p, uint64_t seed, int n_vocab, const Tokenizer& tok)
       : params(p), sampler(with_seed(p.sampling, seed), n_vocab), detok(tok), stops(p.sampling.stop) {}
@@ -570,7 +571,8 @@ bool EngineCore::apply_token(Sequence& q, StreamEvent e, bool grammar_done) {
   }
   const StopChecker::Step st = q.stops.feed(text);
   e.text = st.emit;
-  if (st.stopped || grammar_done) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (st.stopped || (grammar_done && !q.grammar_closing)) return finish(q, FinishReason::Stop, std::move(e)), false;
+  if (grammar_done) return finish(q, FinishReason::Length, std::move(e)), false;  // closed for the budget
   if (r.num_tokens() >= r.max_num_tokens) return finish(q, FinishReason::Length, std::move(e)), false;
   q.handle->push(std::move(e));
   return true;
@@ -590,19 +592,35 @@ std::unique_ptr<GrammarMatcher> EngineCore::make_grammar_matcher(const std::shar
 }
 
 // Pool thread. q.masks[i]: the next-token mask after the output plus drafts[0, i), for every i up
-// to the first draft the grammar refuses (*n_grammatical of them pass); the matcher ends where
-// it began.
+// to the first draft the grammar refuses (*n_grammatical of them pass) or the first position
+// that closes the sentence; the matcher ends where it began.
+// Closing: near the end of the token budget (max_tokens or the context) an unfinished sentence
+// may continue only with prefixes of its shortest completion, so the output still parses
+// (README "Grammars"). Checked per position, so drafts change nothing.
 void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, size_t* n_grammatical) {
   GrammarMatcher& m = *q.grammar;
   if (q.masks.size() < drafts.size() + 1) q.masks.resize(drafts.size() + 1);
-  m.fill_next_token_mask(q.masks[0]);
+  const int64_t left = q.req.max_num_tokens - q.req.num_tokens();
+  auto mask_at = [&](size_t j) {
+    m.fill_next_token_mask(q.masks[j]);
+    const int64_t need = m.bytes_to_end(), left_j = left - static_cast<int64_t>(j);
+    if (need == 0 && left_j <= kGrammarClosingMargin) {
+      // Whole already: it may go on only with tokens that keep it whole (for `.*` all of them).
+      m.restrict_to_ending_tokens(q.masks[j]);
+      return false;
+    }
+    return need > 0 && need < GrammarMaskCache::kFar && left_j <= need + kGrammarClosingMargin &&
+           m.restrict_to_shortest_completion(q.masks[j]);
+  };
   size_t j = 0;
-  while (j < drafts.size()) {
+  bool closing = mask_at(0);
+  while (!closing && j < drafts.size()) {
     const int32_t d = drafts[j];
     if (!(q.masks[j][static_cast<size_t>(d) / 64] >> (d % 64) & 1) || tokenizer_.is_eog(d) || !m.accept_token(d)) break;
     j++;
-    m.fill_next_token_mask(q.masks[j]);
+    closing = mask_at(j);
   }
+  if (closing) q.grammar_closing = true;
   m.rollback(j);
   *n_grammatical = j;
 }

@@ -208,6 +208,9 @@ class EngineCore {
   std::vector<std::span<const BlockId>> group_tables_;  // one request's block tables, per group
   std::shared_ptr<Proposer> proposer_;  // null: no speculative decoding
   static constexpr size_t kGrammarCaches = 16;
+  // Closing starts when the tokens left are within this many of the bytes the sentence needs
+  // (a token adds a few bytes of structure to close at most, so the budget still suffices).
+  static constexpr int64_t kGrammarClosingMargin = 16;
   std::shared_ptr<const GrammarVocab> grammar_vocab_;  // made at the first grammar request
   std::list<std::shared_ptr<GrammarMaskCache>> grammar_caches_;  // most recently used first
   std::vector<RequestId> to_propose_;    // sequences that decoded this step

@@ -83,9 +83,14 @@ void Sampler::apply_penalties(std::span<const int32_t> previous_tokens) {
 std::span<const float> Sampler::adjusted_logits(const float* logits,
                                                 std::span<const int32_t> previous_tokens) {
   std::copy(logits, logits + n_vocab_, adjusted_.begin());
-  if (allowed_)
-    for (int i = 0; i < n_vocab_; i++)
-      if (!(allowed_[i / 64] >> (i % 64) & 1)) adjusted_[i] = -INFINITY;
+  if (allowed_)  // 64 tokens a word; whole words of allowed tokens (a JSON string's) are skipped
+    for (int w = 0; w * 64 < n_vocab_; w++) {
+      const uint64_t bits = allowed_[w];
+      if (bits == ~uint64_t{0}) continue;
+      const int end = std::min(n_vocab_, (w + 1) * 64);
+      for (int i = w * 64; i < end; i++)
+        if (!(bits >> (i - w * 64) & 1)) adjusted_[i] = -INFINITY;
+    }
   for (const LogitBias& b : params_.logit_bias) adjusted_[b.token] += b.bias;
   apply_penalties(previous_tokens);
   for (int i = 0; i < n_vocab_; i++) {

@@ -159,6 +159,35 @@ std::unique_ptr<GrammarMaskCache::Entry> GrammarMaskCache::classify(int32_t rule
   return e;
 }
 
+const std::vector<std::vector<int32_t>>& GrammarMaskCache::end_distances() {
+  std::call_once(dist_once_, [&] {
+    const Grammar& g = *g_;
+    std::vector<std::vector<int32_t>> d(g.rules.size());
+    for (size_t r = 0; r < g.rules.size(); r++) d[r].assign(g.rules[r].states.size(), kFar);
+    // Relaxation to a fixpoint (distances only fall, and are bounded below): a few passes for
+    // real grammars; one that does not settle within the bound gets no closing help.
+    bool settled = false;
+    for (int pass = 0; pass < 512 && !settled; pass++) {
+      settled = true;
+      for (size_t r = 0; r < g.rules.size(); r++)
+        for (size_t s = 0; s < g.rules[r].states.size(); s++) {
+          const auto& st = g.rules[r].states[s];
+          int32_t best = st.accepting ? 0 : kFar;
+          for (const auto& e : st.bytes) best = std::min(best, 1 + d[r][static_cast<size_t>(e.target)]);
+          for (const auto& c : st.calls)
+            best = std::min(best, d[static_cast<size_t>(c.rule)][0] + d[r][static_cast<size_t>(c.ret)]);
+          best = std::min(best, kFar);
+          if (best < d[r][s]) {
+            d[r][s] = best;
+            settled = false;
+          }
+        }
+    }
+    if (settled) dist_ = std::move(d);
+  });
+  return dist_;
+}
+
 // ---- GrammarMatcher ----
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<GrammarMaskCache> cache)
@@ -237,11 +266,153 @@ bool GrammarMatcher::can_end() {
 
 bool GrammarMatcher::can_continue() { return stepper_.can_take_byte(pool_, stacks_); }
 
+namespace {
+
+int64_t stack_distance(const StackPool& pool, const std::vector<std::vector<int32_t>>& d, int32_t s) {
+  int64_t n = 0;
+  for (int32_t x = s; x >= 0; x = pool[x].parent)
+    n += d[static_cast<size_t>(pool[x].rule)][static_cast<size_t>(pool[x].state)];
+  return n;
+}
+
+}  // namespace
+
+int64_t GrammarMatcher::bytes_to_end() {
+  const auto& d = cache_->end_distances();
+  if (d.empty()) return GrammarMaskCache::kFar;
+  int64_t best = GrammarMaskCache::kFar;
+  for (int32_t s : stacks_) best = std::min(best, stack_distance(pool_, d, s));
+  return best;
+}
+
+bool GrammarMatcher::restrict_to_shortest_completion(std::vector<uint64_t>& bits) {
+  const auto& d = cache_->end_distances();
+  if (d.empty() || stacks_.empty()) return false;
+  int32_t best = stacks_[0];
+  for (int32_t s : stacks_)
+    if (stack_distance(pool_, d, s) < stack_distance(pool_, d, best)) best = s;
+  const int64_t total = stack_distance(pool_, d, best);
+  if (total >= GrammarMaskCache::kFar) return false;
+  // Spell one shortest completion: in each frame follow an edge that keeps to the distance
+  // (a byte edge: its lowest byte; a call: the callee's own shortest spelling first).
+  const Grammar& g = cache_->grammar();
+  std::string text;
+  struct F {
+    int32_t rule, state;
+  };
+  std::vector<F> frames;  // bottom first
+  for (int32_t x = best; x >= 0; x = pool_[x].parent) frames.push_back({pool_[x].rule, pool_[x].state});
+  std::reverse(frames.begin(), frames.end());
+  for (int64_t guard = 0; !frames.empty() && guard < 4 * total + 64; guard++) {
+    F& f = frames.back();
+    const auto& st = g.rules[static_cast<size_t>(f.rule)].states[static_cast<size_t>(f.state)];
+    const int32_t here = d[static_cast<size_t>(f.rule)][static_cast<size_t>(f.state)];
+    if (st.accepting && here == 0) {
+      frames.pop_back();
+      continue;
+    }
+    bool moved = false;
+    for (const auto& e : st.bytes)
+      if (1 + d[static_cast<size_t>(f.rule)][static_cast<size_t>(e.target)] == here) {
+        text += static_cast<char>(e.lo);
+        f.state = e.target;
+        moved = true;
+        break;
+      }
+    if (moved) continue;
+    for (const auto& c : st.calls)
+      if (d[static_cast<size_t>(c.rule)][0] + d[static_cast<size_t>(f.rule)][static_cast<size_t>(c.ret)] == here &&
+          (d[static_cast<size_t>(c.rule)][0] > 0 || c.ret != f.state)) {
+        f.state = c.ret;
+        frames.push_back({c.rule, 0});
+        moved = true;
+        break;
+      }
+    if (!moved) return false;
+  }
+  if (!frames.empty()) return false;
+  // Tokens that are prefixes of the completion: the trie along its bytes.
+  const GrammarVocab& v = cache_->vocab();
+  const auto& trie = v.trie();
+  std::vector<uint64_t> keep(bits.size(), 0);
+  bool any = false;
+  size_t node = 0;
+  for (const char ch : text) {
+    // The child of `node` for this byte (children follow their parent in pre-order).
+    size_t child = node + 1, found = 0;
+    while (child < static_cast<size_t>(trie[node].end)) {
+      if (trie[child].byte == static_cast<uint8_t>(ch)) {
+        found = child;
+        break;
+      }
+      child = static_cast<size_t>(trie[child].end);
+    }
+    if (!found) break;
+    node = found;
+    for (int32_t k = trie[node].tok_begin; k < trie[node].tok_end; k++) {
+      const int32_t id = v.sorted()[static_cast<size_t>(k)];
+      if (bits[static_cast<size_t>(id) / 64] >> (id % 64) & 1) {
+        keep[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+        any = true;
+      }
+    }
+  }
+  if (text.empty())
+    for (int32_t id : v.eog()) {
+      keep[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+      any = true;
+    }
+  if (!any) return false;
+  bits = std::move(keep);
+  return true;
+}
+
 void GrammarMatcher::rollback(size_t n) {
   if (n == 0) return;
   LUMEN_ASSERT(n <= history_.size());
   stacks_ = history_[history_.size() - n];
   history_.resize(history_.size() - n);
+}
+
+void GrammarMatcher::restrict_to_ending_tokens(std::vector<uint64_t>& bits) {
+  // The trie walked from the real stacks (copied into the scratch pool), prefixes shared.
+  const GrammarVocab& v = cache_->vocab();
+  const auto& trie = v.trie();
+  const auto& sorted = v.sorted();
+  scratch_.clear();
+  std::vector<int32_t> start;
+  for (int32_t s : stacks_) {
+    std::vector<StackPool::Frame> chain;
+    for (int32_t x = s; x >= 0; x = pool_[x].parent) chain.push_back(pool_[x]);
+    int32_t copy = StackPool::kEnd;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) copy = scratch_.intern(copy, it->rule, it->state);
+    start.push_back(copy);
+  }
+  int32_t max_depth = 0;
+  for (const auto& n : trie) max_depth = std::max(max_depth, n.depth);
+  std::vector<std::vector<int32_t>> level(static_cast<size_t>(max_depth) + 1);
+  level[0] = start;
+  std::vector<uint64_t> keep(bits.size(), 0);
+  for (size_t i = 1; i < trie.size();) {
+    const auto& node = trie[i];
+    const auto d = static_cast<size_t>(node.depth);
+    stepper_.step(scratch_, level[d - 1], node.byte, level[d]);
+    if (level[d].empty()) {
+      i = static_cast<size_t>(node.end);
+      continue;
+    }
+    bool ends = false;
+    for (int32_t s : level[d]) ends = ends || stepper_.can_end(scratch_, s);
+    if (ends)
+      for (int32_t k = node.tok_begin; k < node.tok_end; k++) {
+        const int32_t id = sorted[static_cast<size_t>(k)];
+        keep[static_cast<size_t>(id) / 64] |= bits[static_cast<size_t>(id) / 64] & (uint64_t{1} << (id % 64));
+      }
+    i++;
+  }
+  scratch_.clear();
+  for (int32_t id : v.eog()) keep[static_cast<size_t>(id) / 64] |= bits[static_cast<size_t>(id) / 64] & (uint64_t{1} << (id % 64));
+  bits = std::move(keep);
 }
 
 bool grammar_accepts(const std::shared_ptr<const Grammar>& g, std::string_view text) {

@@ -18,6 +18,7 @@
 // an object, say).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,10 @@ class GrammarMaskCache {
   const Entry& get(int32_t rule, int32_t state);
   const Grammar& grammar() const { return *g_; }
   const GrammarVocab& vocab() const { return *v_; }
+  // dist[rule][state]: the fewest bytes that end the rule from the state (kFar: never), made
+  // once (a fixpoint over the grammar) at the first call; empty when it did not settle.
+  static constexpr int32_t kFar = INT32_MAX / 4;
+  const std::vector<std::vector<int32_t>>& end_distances();
   const std::shared_ptr<const Grammar>& grammar_ptr() const { return g_; }
   size_t n_entries();
 
@@ -107,6 +112,8 @@ class GrammarMaskCache {
   std::shared_ptr<const GrammarVocab> v_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::unique_ptr<Entry>> entries_;
+  std::once_flag dist_once_;
+  std::vector<std::vector<int32_t>> dist_;
 };
 
 class GrammarMatcher {
@@ -122,6 +129,14 @@ class GrammarMatcher {
   bool accept_bytes(std::string_view bytes);
   bool can_end();       // the output so far is a whole sentence of the grammar
   bool can_continue();  // some byte may still follow
+  // Closing a sentence before the token budget runs out: the fewest bytes that complete the
+  // output (kFar: none), and the mask restricted to tokens that are prefixes of one shortest
+  // completion (false, bits unchanged, when no token is).
+  int64_t bytes_to_end();
+  bool restrict_to_shortest_completion(std::vector<uint64_t>& bits);
+  // A whole sentence near the budget: keeps only the tokens after which it is still whole (and
+  // end-of-generation), so it cannot start what it could not finish (a second tool call).
+  void restrict_to_ending_tokens(std::vector<uint64_t>& bits);
   // Undoes the last n accepted tokens (speculative drafts the verification rejected).
   void rollback(size_t n);
   size_t n_accepted() const { return history_.size(); }

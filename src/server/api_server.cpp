@@ -159,6 +159,9 @@ HttpResponse ApiServer::generate(const HttpRequest& req, bool chat) {
     throw ApiError(404, fmt::format("the model '{}' does not exist (this server serves '{}')", g.model, config_.model_name), "model",
                    "model_not_found");
 
+  // Structured output is compiled here, so a bad schema or grammar is a 400 before anything is queued.
+  g.params.sampling.grammar = resolve_output_grammar(g.constraint, g.tool_request, backend_.tool_format, grammars_);
+
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> echo;
   if (chat) {
@@ -234,6 +237,11 @@ HttpResponse ApiServer::generate(const HttpRequest& req, bool chat) {
   ctx.logprobs = g.params.logprobs;
   ctx.top_logprobs = g.params.top_logprobs;
   ctx.echo = std::move(echo);
+  if (chat && g.tool_request.parses()) {
+    ctx.parse_tools = true;
+    ctx.tool_format = backend_.tool_format;
+    for (const ToolSpec& t : g.tool_request.tools) ctx.tool_names.push_back(t.name);
+  }
   ctx.tokenizer = &tok;
   ctx.metrics = &metrics_;
   HttpResponse r;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "server/grammar_cache.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -39,6 +40,7 @@ struct ApiBackend {
   // Renders a chat template's variables to the prompt text (null: the model has no template).
   std::function<std::string(const Json& variables)> render_chat;
   std::string bos_token, eos_token;  // as the template sees them ("" = not passed)
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;  // how the template's models write tool calls
   int64_t n_ctx = 0;
 };
 
@@ -66,6 +68,7 @@ class ApiServer {
   std::atomic<bool> draining_{false};
   int64_t started_at_;
   ServerMetrics metrics_;
+  GrammarCache grammars_;  // response_format, grammar and tool-call grammars, by text
 };
 
 // Equal strings, in time that depends only on their lengths (an API key is not leaked byte by

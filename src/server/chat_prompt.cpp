@@ -15,11 +15,37 @@ namespace lumen::server {
 namespace {
 
 // ChatML, for models whose file carries no template (given explicitly: --chat-template chatml).
+// With tools it renders them as Hermes/Qwen templates do (a system turn listing them and the
+// <tool_call> format; assistant calls as <tool_call> blocks; tool results as <tool_response>),
+// the format the server parses for this template; without, plain ChatML.
 constexpr const char* kChatMl =
+    "{%- if tools -%}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] + '\\n\\n' }}{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n"
+    "</tool_call><|im_end|>\\n' }}"
+    "{%- endif -%}"
     "{%- for message in messages -%}"
+    "{%- if not (tools and loop.first and message['role'] == 'system') -%}"
     "{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['role'] == 'tool' %}{{- '<tool_response>\\n' }}{%- endif %}"
     "{%- if message['content'] is string %}{{- message['content'] }}{%- endif %}"
+    "{%- if message['role'] == 'tool' %}{{- '\\n</tool_response>' }}{%- endif %}"
+    "{%- if message['tool_calls'] -%}"
+    "{%- for tool_call in message['tool_calls'] -%}"
+    "{%- if tool_call['function'] is defined %}{%- set tool_call = tool_call['function'] %}{%- endif %}"
+    "{%- if message['content'] or not loop.first %}{{- '\\n' }}{%- endif %}"
+    "{{- '<tool_call>\\n{\"name\": \"' + tool_call['name'] + '\", \"arguments\": ' }}"
+    "{{- tool_call['arguments'] | tojson }}"
+    "{{- '}\\n</tool_call>' }}"
+    "{%- endfor -%}"
+    "{%- endif -%}"
     "{{- '<|im_end|>\\n' }}"
+    "{%- endif -%}"
     "{%- endfor -%}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif -%}";
 
@@ -51,6 +77,8 @@ ChatSetup make_chat_setup(const GgufFile& file, const Tokenizer& tokenizer, cons
   } catch (const Error& e) {
     fail("chat template ({}): {}", s.description, e.what());
   }
+  s.tool_format = detect_tool_call_format(source);
+  s.description += fmt::format(", tool calls: {}", tool_call_format_name(s.tool_format));
   s.render = [tpl](const nlohmann::ordered_json& vars) { return tpl->render(vars); };
   // As transformers passes them: the tokens' text, absent when the vocabulary has none.
   if (tokenizer.bos_id() >= 0) s.bos_token = tokenizer.token_to_piece(tokenizer.bos_id(), /*special=*/true);

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/tool_calls.h"
+
 namespace lumen {
 class GgufFile;
 class Tokenizer;
@@ -21,6 +23,7 @@ struct ChatSetup {
   std::function<std::string(const nlohmann::ordered_json& variables)> render;
   std::string bos_token, eos_token;  // the vocabulary's BOS/EOS pieces, as templates read them
   std::string description;           // for the log: where the template came from
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;  // detected from the template's text
 };
 
 // override_spec: "" (the model's template, if it has one), "chatml", or a file path.

@@ -29,6 +29,20 @@ Json bytes_of(const std::string& piece) {
   return b;
 }
 
+// The finish reason of an output that holds calls: "tool_calls", unless the token budget closed
+// the grammar (the calls parse, but their arguments were cut short: the client should know).
+const char* calls_finish_reason(FinishReason r) { return r == FinishReason::Length ? "length" : "tool_calls"; }
+
+// message.tool_calls, each with a fresh id.
+Json tool_calls_json(const std::vector<ToolCall>& calls, ToolCallFormat format) {
+  Json out = Json::array();
+  for (const ToolCall& call : calls)
+    out.push_back(Json{{"id", new_tool_call_id(format)},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  return out;
+}
+
 }  // namespace
 
 // Per draft position: the share of the drafts at that position that were accepted.
@@ -75,6 +89,7 @@ GenerationStream::GenerationStream(ResponseContext ctx, std::vector<std::shared_
     if (!ctx_.logprobs) c.logprobs = nullptr;
     else if (ctx_.chat) c.logprobs = Json::array();
     else c.logprobs = Json{{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()}, {"text_offset", Json::array()}};
+    if (ctx_.parse_tools && ctx_.stream) c.splitter = std::make_unique<ToolCallSplitter>(ctx_.tool_format, ctx_.tool_names);
   }
 }
 
@@ -187,14 +202,33 @@ ResponseStream::Chunk GenerationStream::poll() {
         out.data += sse(Json::parse(error_body(500, "generation failed: " + c.error)));
         continue;
       }
+      // With tools, text that may be a call is held back until the output ends and is parsed.
+      std::vector<ToolCall> calls;
+      if (c.splitter) {
+        text = c.splitter->push(text);
+        if (c.finished) {
+          std::string rest;
+          calls = c.splitter->finish(rest).calls;
+          text += rest;
+        }
+      }
       if (text.empty() && delta_logprobs.is_null() && !c.finished && !(first && ctx_.chat)) continue;
       Json choice{{"index", idx}};
       if (ctx_.chat) {
         Json delta = Json::object();
         if (first) delta["role"] = "assistant";
         if (!text.empty() || first) delta["content"] = text;
+        const bool carries = !delta.empty() || !delta_logprobs.is_null();
         choice["delta"] = std::move(delta);
         choice["logprobs"] = delta_logprobs.is_null() ? Json(nullptr) : Json{{"content", delta_logprobs}};
+        if (!calls.empty()) {
+          if (carries) {
+            choice["finish_reason"] = nullptr;
+            out.data += sse(chunk_json(Json::array({choice})));
+          }
+          out.data += tool_call_chunks(idx, calls, c);
+          continue;
+        }
       } else {
         choice["text"] = text;
         choice["logprobs"] = delta_logprobs;
@@ -228,19 +262,50 @@ ResponseStream::Chunk GenerationStream::poll() {
   return out;
 }
 
+std::string GenerationStream::tool_call_chunks(size_t idx, const std::vector<ToolCall>& calls, const Choice& c) const {
+  // As OpenAI streams them: a call's id, type and name with empty arguments, then the arguments.
+  std::string out;
+  const auto delta_chunk = [&](Json delta, Json finish) {
+    Json choice{{"index", idx}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}};
+    return chunk_json(Json::array({std::move(choice)}));
+  };
+  const Json whole = tool_calls_json(calls, ctx_.tool_format);
+  for (size_t i = 0; i < whole.size(); i++) {
+    Json head{{"index", i}, {"id", whole[i]["id"]}, {"type", "function"}, {"function", {{"name", whole[i]["function"]["name"]}, {"arguments", ""}}}};
+    out += sse(delta_chunk(Json{{"tool_calls", Json::array({std::move(head)})}}, nullptr));
+    Json args{{"index", i}, {"function", {{"arguments", whole[i]["function"]["arguments"]}}}};
+    out += sse(delta_chunk(Json{{"tool_calls", Json::array({std::move(args)})}}, nullptr));
+  }
+  Json last = delta_chunk(Json::object(), calls_finish_reason(c.reason));
+  last["timings"] = timings_json(c.timings);
+  out += sse(last);
+  return out;
+}
+
 std::string GenerationStream::whole_body() const {
   Json choices = Json::array();
   for (size_t i = 0; i < choices_.size(); i++) {
     const Choice& c = choices_[i];
     Json choice{{"index", i}};
+    std::string finish = api_finish_reason(c.reason);
     if (ctx_.chat) {
-      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}};
+      Json message{{"role", "assistant"}, {"content", c.text}};
+      if (ctx_.parse_tools) {
+        ParsedToolOutput parsed = parse_tool_calls(ctx_.tool_format, c.text, ctx_.tool_names);
+        if (!parsed.calls.empty()) {
+          // OpenAI's shape: content beside the calls when there is some, else null.
+          message["content"] = parsed.content.empty() ? Json(nullptr) : Json(parsed.content);
+          message["tool_calls"] = tool_calls_json(parsed.calls, ctx_.tool_format);
+          finish = calls_finish_reason(c.reason);
+        }
+      }
+      choice["message"] = std::move(message);
       choice["logprobs"] = c.logprobs.is_null() ? Json(nullptr) : Json{{"content", c.logprobs}};
     } else {
       choice["text"] = c.text;
       choice["logprobs"] = c.logprobs;
     }
-    choice["finish_reason"] = api_finish_reason(c.reason);
+    choice["finish_reason"] = finish;
     choices.push_back(std::move(choice));
   }
   Json j{{"id", ctx_.id},

@@ -17,6 +17,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 
 namespace lumen {
 class Tokenizer;
@@ -35,6 +36,10 @@ struct ResponseContext {
   bool logprobs = false;
   int top_logprobs = 0;
   std::vector<std::string> echo;  // completions with echo: each prompt's text, put before its choices
+  // Chat with tools (tool_choice other than "none"): outputs are parsed for tool calls.
+  bool parse_tools = false;
+  ToolCallFormat tool_format = ToolCallFormat::Hermes;
+  std::vector<std::string> tool_names;  // the offered functions
   const Tokenizer* tokenizer = nullptr;
   ServerMetrics* metrics = nullptr;
 };
@@ -61,10 +66,13 @@ class GenerationStream : public ResponseStream {
     FinishReason reason = FinishReason::None;
     std::string error;
     RequestTimings timings;
+    std::unique_ptr<ToolCallSplitter> splitter;  // streamed chat with tools: holds back what may be a call
   };
   // The token's log-probability entries in this endpoint's shape, appended to `into`.
   void add_logprobs(Json& into, const StreamEvent& e, size_t text_offset) const;
   Json chunk_json(const Json& choices) const;
+  // Streamed tool calls: each call's name, then its arguments, then finish_reason "tool_calls".
+  std::string tool_call_chunks(size_t idx, const std::vector<ToolCall>& calls, const Choice& c) const;
   Json usage_json() const;
   std::string whole_body() const;
 

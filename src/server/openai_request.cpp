@@ -245,6 +245,7 @@ GenerationRequest parse_completion_request(const Json& body, const ApiLimits& li
     bad_request("prompt", "'prompt' must be a string, a list of strings, a list of token ids or a list of token-id lists");
   }
   parse_common(body, limits, n_vocab, r);
+  r.constraint = parse_output_constraint(body);
   r.echo = get_bool(body, "echo", false);
   // Completions' logprobs is the number of most likely tokens to report with each token.
   if (const Json* lp = field(body, "logprobs")) {
@@ -282,7 +283,9 @@ GenerationRequest parse_chat_request(const Json& body, const ApiLimits& limits, 
     if (content) {
       out["content"] = content_text(*content, where + ".content");
     } else if (rs == "assistant" && has_calls) {
-      out["content"] = nullptr;
+      // A call turn's content is null on the wire; templates concatenate it as a string
+      // (Qwen 3 tests '</think>' in it), so they get "".
+      out["content"] = "";
     } else {
       bad_request(where + ".content", "'{}.content' is required", where);
     }
@@ -313,6 +316,8 @@ GenerationRequest parse_chat_request(const Json& body, const ApiLimits& limits, 
     if (!t->is_array()) bad_request("tools", "'tools' must be a list");
     r.tools = *t;
   }
+  r.constraint = parse_output_constraint(body);
+  r.tool_request = parse_tool_request(body, r.constraint);
   r.chat_template_kwargs = Json::object();
   if (const Json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");

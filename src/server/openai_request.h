@@ -1,7 +1,8 @@
 // The OpenAI-compatible request bodies, parsed and validated before anything is queued (as
 // TGI's validation.rs does): every field's type and range is checked here and a fault is an
 // ApiError (400) naming the field. Pure functions of the JSON text, so the fuzzer drives them.
-// Unknown fields are ignored, as OpenAI does.
+// Unknown fields are ignored, as OpenAI does; the structured-output fields (response_format,
+// grammar, tools, tool_choice, parallel_tool_calls) are validated in structured_request.h.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "engine/engine_core.h"
 #include "server/api_error.h"
+#include "server/structured_request.h"
 
 namespace lumen::server {
 
@@ -43,7 +45,9 @@ struct GenerationRequest {
   std::string model;                // "" when absent
   std::vector<PromptInput> prompts; // completions: one or more prompts
   Json messages;                    // chat: the conversation, normalised (content as a string)
-  Json tools;                       // chat: null when absent
+  Json tools;                       // chat: null when absent (as given: the template renders it)
+  ToolRequest tool_request;         // chat: the validated tools, tool_choice, parallel_tool_calls
+  OutputConstraint constraint;      // response_format / grammar
   Json chat_template_kwargs;        // chat: extra template variables (an object)
   bool add_generation_prompt = true;
   GenerationParams params;          // sampling, n, logprobs, top_logprobs, ignore_eos

@@ -2,7 +2,9 @@
 // 400 naming its field (never a crash, never a silent default for a wrong value).
 #include <gtest/gtest.h>
 
+#include "grammar/grammar_matcher.h"
 #include "server/api_server.h"
+#include "server/grammar_cache.h"
 #include "server/openai_request.h"
 
 namespace lumen::server {
@@ -129,7 +131,7 @@ TEST(OpenAiRequest, ChatMessages) {
   ASSERT_EQ(r.messages.size(), 3u);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[1]["content"], "Hi there");
-  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_EQ(r.messages[2]["content"], "");  // null beside tool_calls: templates concatenate it
   EXPECT_EQ(r.messages[2]["tool_calls"][0]["function"]["arguments"]["x"], 1);  // parsed for the template
   EXPECT_TRUE(r.params.logprobs);
   EXPECT_EQ(r.params.top_logprobs, 3);
@@ -147,6 +149,143 @@ TEST(OpenAiRequest, ChatFaults) {
   EXPECT_EQ(error_of([] { chat(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})"); }).second, "top_logprobs");
   EXPECT_EQ(error_of([] { chat(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})"); }).second, "logprobs");
   EXPECT_EQ(error_of([] { chat(R"({"messages":"hello"})"); }).first, 400);
+}
+
+// Chat bodies with a user message and the given fields.
+std::string chat_with(const std::string& fields) { return R"({"messages":[{"role":"user","content":"x"}],)" + fields + "}"; }
+
+constexpr const char* kTool = R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object",)"
+                              R"("properties":{"city":{"type":"string"}},"required":["city"]}}})";
+
+TEST(OpenAiRequest, StructuredOutputFields) {
+  using K = OutputConstraint::Kind;
+  EXPECT_EQ(completion(R"({"prompt":"x"})").constraint.kind, K::None);
+  EXPECT_EQ(completion(R"({"prompt":"x","response_format":{"type":"text"}})").constraint.kind, K::None);
+  EXPECT_EQ(completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").constraint.kind, K::JsonObject);
+  auto r = chat(chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"p-1","strict":true,"schema":{"type":"object"}}})"));
+  EXPECT_EQ(r.constraint.kind, K::JsonSchema);
+  EXPECT_EQ(r.constraint.schema, Json::parse(R"({"type":"object"})"));
+  r = chat(chat_with(R"("grammar":"root ::= \"a\"","response_format":{"type":"text"})"));
+  EXPECT_EQ(r.constraint.kind, K::Grammar);
+  EXPECT_EQ(r.constraint.grammar, "root ::= \"a\"");
+
+  r = chat(chat_with(std::string(R"("tools":[)") + kTool + "]"));
+  ASSERT_EQ(r.tool_request.tools.size(), 1u);
+  EXPECT_EQ(r.tool_request.tools[0].name, "get_weather");
+  EXPECT_EQ(r.tool_request.choice, ToolChoiceMode::Auto);  // the default with tools
+  EXPECT_TRUE(r.tool_request.parses() && !r.tool_request.constrained());
+  EXPECT_TRUE(r.tools.is_array());  // the template still gets them as given
+  EXPECT_FALSE(r.tool_request.parallel);  // one constrained call unless parallel_tool_calls says true
+  r = chat(chat_with(std::string(R"("tools":[)") + kTool + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}},)"
+                     R"("parallel_tool_calls":true)"));
+  EXPECT_EQ(r.tool_request.choice, ToolChoiceMode::Named);
+  EXPECT_EQ(r.tool_request.named, "get_weather");
+  EXPECT_TRUE(r.tool_request.parallel);
+  r = chat(chat_with(std::string(R"("tools":[)") + kTool + R"(],"tool_choice":"none")"));
+  EXPECT_FALSE(r.tool_request.parses());  // rendered, not parsed
+  // A function without parameters takes none.
+  r = chat(chat_with(R"("tools":[{"type":"function","function":{"name":"ping"}}],"tool_choice":"required")"));
+  EXPECT_EQ(r.tool_request.tools[0].parameters, Json::parse(R"({"type":"object","additionalProperties":false})"));
+  EXPECT_TRUE(r.tool_request.constrained());
+}
+
+TEST(OpenAiRequest, StructuredOutputFaultsAre400NamingTheField) {
+  const std::string tools = std::string(R"("tools":[)") + kTool + "]";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("response_format":"json")", "response_format"},
+      {R"("response_format":{})", "response_format.type"},
+      {R"("response_format":{"type":"xml"})", "response_format.type"},
+      {R"("response_format":{"type":"json_schema"})", "response_format.json_schema"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"name":"x"}})", "response_format.json_schema.schema"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"schema":true}})", "response_format.json_schema.schema"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"schema":[]}})", "response_format.json_schema.schema"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"name":"a b","schema":{}}})", "response_format.json_schema.name"},
+      {R"("response_format":{"type":"json_schema","json_schema":{"strict":"yes","schema":{}}})", "response_format.json_schema.strict"},
+      {R"("grammar":5)", "grammar"},
+      {R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})", "grammar"},
+      {R"("tools":{})", "tools"},
+      {R"("tools":[5])", "tools[0]"},
+      {R"("tools":[{"type":"retrieval"}])", "tools[0].type"},
+      {R"("tools":[{"type":"function"}])", "tools[0].function"},
+      {R"("tools":[{"type":"function","function":{"name":"has space"}}])", "tools[0].function.name"},
+      {R"("tools":[{"type":"function","function":{"name":")" + std::string(65, 'a') + R"("}}])", "tools[0].function.name"},
+      {R"("tools":[{"type":"function","function":{"name":"f","description":1}}])", "tools[0].function.description"},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":"{}"}}])", "tools[0].function.parameters"},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}])", "tools[0].function.parameters"},
+      {R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}])", "tools[1].function.name"},
+      {tools + R"(,"tool_choice":"always")", "tool_choice"},
+      {tools + R"(,"tool_choice":5)", "tool_choice"},
+      {tools + R"(,"tool_choice":{"type":"tool","function":{"name":"get_weather"}})", "tool_choice.type"},
+      {tools + R"(,"tool_choice":{"type":"function"})", "tool_choice.function.name"},
+      {tools + R"(,"tool_choice":{"type":"function","function":{"name":"other"}})", "tool_choice.function.name"},
+      {R"("tool_choice":"required")", "tool_choice"},
+      {tools + R"(,"parallel_tool_calls":1)", "parallel_tool_calls"},
+      {tools + R"(,"tool_choice":"required","grammar":"root ::= \"a\"")", "tool_choice"},
+      {tools + R"(,"tool_choice":{"type":"function","function":{"name":"get_weather"}},"response_format":{"type":"json_object"})",
+       "tool_choice"},
+  };
+  std::string many = R"("tools":[)";
+  for (int i = 0; i < 129; i++) many += fmt::format(R"({}{{"type":"function","function":{{"name":"f{}"}}}})", i ? "," : "", i);
+  EXPECT_EQ(error_of([&] { chat(chat_with(many + "]")); }), (std::pair<int, std::string>{400, "tools"}));
+  for (const auto& [fields, param] : cases) EXPECT_EQ(error_of([&] { chat(chat_with(fields)); }), (std::pair<int, std::string>{400, param})) << fields;
+  // The same checks on completions.
+  EXPECT_EQ(error_of([] { completion(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":1}}})"); }).second,
+            "response_format.json_schema.schema");
+  EXPECT_EQ(error_of([] { completion(R"({"prompt":"x","grammar":["a"]})"); }).second, "grammar");
+}
+
+// The ApiError of resolving a request's grammar: status, param and message.
+struct ResolveError {
+  int status = 0;
+  std::string param, message;
+};
+ResolveError resolve_error(const GenerationRequest& r) {
+  GrammarCache cache;
+  try {
+    resolve_output_grammar(r.constraint, r.tool_request, ToolCallFormat::Hermes, cache);
+  } catch (const ApiError& e) {
+    return {e.status(), e.param(), e.what()};
+  }
+  return {};
+}
+
+TEST(OpenAiRequest, StructuredOutputGrammars) {
+  GrammarCache cache;
+  const auto grammar_of = [&](const GenerationRequest& r) { return resolve_output_grammar(r.constraint, r.tool_request, ToolCallFormat::Hermes, cache); };
+  EXPECT_EQ(grammar_of(chat(chat_with(R"("response_format":{"type":"text"})"))), nullptr);
+  EXPECT_EQ(grammar_of(chat(chat_with(std::string(R"("tools":[)") + kTool + "]"))), nullptr);  // auto: unconstrained
+  auto g = grammar_of(completion(R"({"prompt":"x","response_format":{"type":"json_object"}})"));
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(grammar_accepts(g, R"({"a": [1, "b"]})"));
+  EXPECT_FALSE(grammar_accepts(g, "[1]"));
+  g = grammar_of(chat(chat_with(R"("response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object","properties":)"
+                                R"({"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}})")));
+  EXPECT_TRUE(grammar_accepts(g, R"({"n": 42})"));
+  EXPECT_FALSE(grammar_accepts(g, R"({"n": "42"})"));
+  g = grammar_of(chat(chat_with(R"("grammar":"root ::= \"yes\" | \"no\"")")));
+  EXPECT_TRUE(grammar_accepts(g, "no"));
+  g = grammar_of(chat(chat_with(std::string(R"("tools":[)") + kTool + R"(],"tool_choice":"required")")));
+  EXPECT_TRUE(grammar_accepts(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>"));
+  // The same text again is the cached grammar.
+  const size_t hits = cache.hits();
+  EXPECT_EQ(grammar_of(chat(chat_with(R"("grammar":"root ::= \"yes\" | \"no\"")"))).get(),
+            grammar_of(chat(chat_with(R"("grammar":"root ::= \"yes\" | \"no\"")"))).get());
+  EXPECT_EQ(cache.hits(), hits + 2);
+
+  // Faults: a keyword the converter refuses names its path; a grammar that does not compile.
+  ResolveError e = resolve_error(chat(chat_with(R"("response_format":{"type":"json_schema","json_schema":{"schema":)"
+                                                R"({"type":"object","properties":{"x":{"type":"string","foo":1}}}}})")));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "response_format.json_schema.schema");
+  EXPECT_NE(e.message.find("$.properties.x.foo"), std::string::npos) << e.message;
+  e = resolve_error(chat(chat_with(R"("grammar":"root ::= undefined-rule")")));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "grammar");
+  EXPECT_NE(e.message.find("undefined-rule"), std::string::npos) << e.message;
+  e = resolve_error(chat(chat_with(std::string(R"("tools":[)") + kTool + R"(,{"type":"function","function":{"name":"g","parameters":)"
+                                   R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":3}}}}}],"tool_choice":"required")")));
+  EXPECT_EQ(e.param, "tools[1].function.parameters");
+  EXPECT_NE(e.message.find("$.properties.n.multipleOf"), std::string::npos) << e.message;
 }
 
 TEST(OpenAiRequest, TokenizeAndDetokenize) {

@@ -111,6 +111,7 @@ void serve(const ServeArgs& a) {
       b.render_chat = std::move(chat.render);
       b.bos_token = chat.bos_token;
       b.eos_token = chat.eos_token;
+      b.tool_format = chat.tool_format;
       engine = std::make_unique<EngineCore>(*m->model, *m->tokenizer, ec);
       b.engine = engine.get();
       b.n_ctx = engine->config().n_ctx;

@@ -211,6 +211,9 @@ class EngineCore {
   // Closing starts when the tokens left are within this many of the bytes the sentence needs
   // (a token adds a few bytes of structure to close at most, so the budget still suffices).
   static constexpr int64_t kGrammarClosingMargin = 16;
+  // From this many tokens more than the sentence needs, tokens whose first byte already
+  // commits it past the budget are dropped (GrammarMatcher::restrict_by_budget).
+  static constexpr int64_t kGrammarBudgetWindow = 256;
   std::shared_ptr<const GrammarVocab> grammar_vocab_;  // made at the first grammar request
   std::list<std::shared_ptr<GrammarMaskCache>> grammar_caches_;  // most recently used first
   std::vector<RequestId> to_propose_;    // sequences that decoded this step

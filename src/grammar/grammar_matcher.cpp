@@ -374,6 +374,32 @@ void GrammarMatcher::rollback(size_t n) {
   history_.resize(history_.size() - n);
 }
 
+void GrammarMatcher::restrict_by_budget(std::vector<uint64_t>& bits, int64_t left) {
+  const auto& d = cache_->end_distances();
+  if (d.empty()) return;
+  int64_t need_after[256];
+  std::vector<int32_t> next;
+  for (int b = 0; b < 256; b++) {
+    stepper_.step(pool_, stacks_, static_cast<uint8_t>(b), next);
+    int64_t best = GrammarMaskCache::kFar;
+    for (int32_t s : next) best = std::min(best, stack_distance(pool_, d, s));
+    need_after[b] = best;
+  }
+  const GrammarVocab& v = cache_->vocab();
+  for (size_t w = 0; w < bits.size(); w++) {
+    uint64_t word = bits[w];
+    while (word) {
+      const int bit = __builtin_ctzll(word);
+      word &= word - 1;
+      const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(bit));
+      const std::string& bytes = v.bytes(id);
+      if (bytes.empty()) continue;  // end of generation
+      const int64_t floor = need_after[static_cast<uint8_t>(bytes[0])] - static_cast<int64_t>(bytes.size() - 1);
+      if (floor > left - 1) bits[w] &= ~(uint64_t{1} << bit);
+    }
+  }
+}
+
 void GrammarMatcher::restrict_to_ending_tokens(std::vector<uint64_t>& bits) {
   // The trie walked from the real stacks (copied into the scratch pool), prefixes shared.
   const GrammarVocab& v = cache_->vocab();

@@ -134,6 +134,11 @@ class GrammarMatcher {
   // completion (false, bits unchanged, when no token is).
   int64_t bytes_to_end();
   bool restrict_to_shortest_completion(std::vector<uint64_t>& bits);
+  // `left` tokens left: drops tokens whose first byte alone already commits the sentence to more
+  // bytes than the rest of the budget could close (a new optional member's key, say): after
+  // first byte b the sentence needs at least need(b) bytes, and a token's further bytes close at
+  // most one each.
+  void restrict_by_budget(std::vector<uint64_t>& bits, int64_t left);
   // A whole sentence near the budget: keeps only the tokens after which it is still whole (and
   // end-of-generation), so it cannot start what it could not finish (a second tool call).
   void restrict_to_ending_tokens(std::vector<uint64_t>& bits);

@@ -18,6 +18,7 @@
 #include "engine/engine_core.h"
 #include "engine/sampling_params.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "model/model.h"
 #include "engine_options.h"
 #include "model_options.h"
@@ -45,6 +46,7 @@ struct RunArgs {
   std::vector<std::string> logit_bias;
   std::vector<std::string> stop;
   std::string grammar_file;      // --grammar: GBNF-style text (grammar/grammar.h)
+  std::string json_schema_file;  // --json-schema: a JSON Schema (grammar/json_schema.h)
   bool json = false;
   EngineArgs engine;
 };
@@ -182,7 +184,10 @@ void register_run(CLI::App& app) {
   cmd->add_option("--seed", a.seed, "RNG seed (default: random)");
   cmd->add_option("--logit-bias", a.logit_bias, "ID=BIAS added to a token's logit (BIAS may be -inf); repeatable");
   cmd->add_option("--stop", a.stop, "stop string; repeatable");
-  cmd->add_option("--grammar", a.grammar_file, "constrain the output to the grammar in FILE (GBNF-style text, README \"Grammars\")");
+  auto* grammar_opt =
+      cmd->add_option("--grammar", a.grammar_file, "constrain the output to the grammar in FILE (GBNF-style text, README \"Grammars\")");
+  cmd->add_option("--json-schema", a.json_schema_file, "constrain the output to JSON valid under the JSON Schema in FILE")
+      ->excludes(grammar_opt);
   cmd->add_flag("--json", a.json, "print one JSON object per prompt instead of streaming text");
   a.engine.add_to(cmd);
   cmd->callback([] {
@@ -200,6 +205,19 @@ void register_run(CLI::App& app) {
     for (const auto& s : a.logit_bias) p.logit_bias.push_back(parse_bias(s));
     p.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
     if (!a.grammar_file.empty()) p.grammar = compile_grammar(read_whole_file(a.grammar_file));
+    if (!a.json_schema_file.empty()) {
+      nlohmann::ordered_json schema;
+      try {
+        schema = nlohmann::ordered_json::parse(read_whole_file(a.json_schema_file));
+      } catch (const nlohmann::json::parse_error& e) {
+        fail("--json-schema {}: not JSON: {}", a.json_schema_file, e.what());
+      }
+      try {
+        p.grammar = compile_grammar(json_schema_to_grammar(schema));
+      } catch (const GrammarError& e) {
+        fail("--json-schema {}: {}", a.json_schema_file, e.what());
+      }
+    }
 
     ModelArgs margs = a.model;
     margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);

@@ -54,14 +54,39 @@ std::string json_string(GrammarBuilder& b) {
   return b.shared("json-string", [&] { return R"g("\"" )g" + json_char(b) + R"g(* "\"")g"; });
 }
 
+// Numbers that every JSON parser can hold: RFC 8259's syntax with an integer part of at most 20
+// digits and an exponent of at most 2 (magnitudes below 1e120, a finite double; 6e699 is valid
+// JSON that nlohmann, Python and others refuse or turn into infinity).
 std::string json_number(GrammarBuilder& b) {
   return b.shared("json-number", [] {
-    return std::string(R"g("-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?)g");
+    return std::string(R"g("-"? ( "0" | [1-9] [0-9]{0,19} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]{1,2} )?)g");
   });
 }
 
+// Integers from int64's least to uint64's greatest: exact in every 64-bit parser.
+const Decimal& integer_floor() {
+  static const Decimal d = Decimal::parse("-9223372036854775808");
+  return d;
+}
+const Decimal& integer_ceiling() {
+  static const Decimal d = Decimal::parse("18446744073709551615");
+  return d;
+}
+// Bounded numbers stay below 1e20 in magnitude, as json-number's integer part does.
+const Decimal& number_limit() {
+  static const Decimal d = Decimal::parse("100000000000000000000");
+  return d;
+}
+
+// `bounds` narrowed to [lo, hi] (each end exclusive or not) where they reach past it.
+NumberBounds clamp(NumberBounds bounds, const Decimal& lo, const Decimal& hi, bool exclusive) {
+  if (!bounds.lo || compare(*bounds.lo, lo) < 0) bounds.lo = lo, bounds.lo_exclusive = exclusive;
+  if (!bounds.hi || compare(*bounds.hi, hi) > 0) bounds.hi = hi, bounds.hi_exclusive = exclusive;
+  return bounds;
+}
+
 std::string json_integer(GrammarBuilder& b) {
-  return b.shared("json-integer", [] { return std::string(R"g("-"? ( "0" | [1-9] [0-9]* ))g"); });
+  return b.shared("json-integer", [] { return *integer_range_grammar(clamp({}, integer_floor(), integer_ceiling(), false)); });
 }
 
 std::string json_value(GrammarBuilder& b) {
@@ -564,9 +589,12 @@ Converter::Expr Converter::string(const Json& s, const std::string& path, const 
 }
 
 Converter::Expr Converter::number(const Json& s, const std::string& hint, bool integer) {
-  const NumberBounds bounds = number_bounds(s);
-  if (bounds.empty()) return integer ? json_integer(b_) : json_number(b_);
-  const Expr e = integer ? integer_range_grammar(bounds) : number_range_grammar(bounds);
+  const NumberBounds given = number_bounds(s);
+  if (given.empty()) return integer ? json_integer(b_) : json_number(b_);
+  Decimal minus_limit = number_limit();
+  minus_limit.negative = true;
+  const Expr e = integer ? integer_range_grammar(clamp(given, integer_floor(), integer_ceiling(), false))
+                         : number_range_grammar(clamp(given, minus_limit, number_limit(), true));
   if (!e) return std::nullopt;
   return token(hint, *e);
 }

@@ -28,9 +28,12 @@
 //     `items` -> array, `pattern` -> string, `minimum` -> number, ...); with none, any value.
 //     JSON Schema would also accept values of the other types, which is never what is meant.
 //   - oneOf is treated as anyOf: a document matching two branches is not refused.
-//   - Integers are written as integers (`-?(0|[1-9][0-9]*)`), never as 1.0 or 1e2. Numbers
-//     with bounds are written without an exponent (exact decimal comparison against the bound);
-//     numbers without bounds take the full RFC 8259 syntax.
+//   - Integers are written as integers (`-?(0|[1-9][0-9]*)`), never as 1.0 or 1e2, and lie
+//     between int64's least and uint64's greatest. Numbers with bounds are written without an
+//     exponent (exact decimal comparison against the bound) and below 1e20 in magnitude;
+//     numbers without bounds take RFC 8259's syntax with an integer part of at most 20 digits
+//     and an exponent of at most 2: every number the grammar writes is a finite double (6e699
+//     is valid JSON that nlohmann, Python and most parsers refuse or make infinite).
 //   - Strings of free text (any characters, or a length range in code points) take every JSON
 //     escape, surrogate pairs counting as one character. Strings whose characters are
 //     constrained (pattern, format, enum, const, property names) take each character raw or,
@@ -39,7 +42,8 @@
 //   - enum and const values are written as their JSON text (whitespace between tokens as
 //     above, object members in the listed order, numbers as dumped: 1.0 stays 1.0).
 //   - pattern: an ECMAScript subset (grammar/regex_grammar.h), searched like JSON Schema does
-//     (unanchored unless ^ / $). pattern, format and minLength/maxLength cannot be combined.
+//     (unanchored unless ^ / $); \s writes only ASCII spaces and \S no Unicode space, where
+//     regex engines agree. pattern, format and minLength/maxLength cannot be combined.
 //   - Counts (minItems, maxItems, minLength, maxLength) above 10,000 are refused; so are
 //     patterns and schemas whose grammar would pass the limits below.
 //   - format date: leap years exact; time and date-time: RFC 3339 with a required offset,

@@ -155,12 +155,30 @@ std::string same_length_range(const std::string& x, const std::string& y) {
 std::string nonnegative_range(const std::string& a, const std::optional<std::string>& b) {
   std::vector<std::string> alts;
   const size_t last = b ? b->size() : a.size();
+  // Lengths whose every number is in range, from..to digits: one alternative for the run.
+  size_t run_from = 0, run_to = 0;
+  const auto flush = [&] {
+    if (run_from == 0) return;
+    const size_t lo = run_from - 1, hi = run_to - 1;
+    alts.push_back(lo == hi ? join("[1-9]", any_digits(lo)) : fmt::format("[1-9] [0-9]{{{},{}}}", lo, hi));
+    run_from = 0;
+  };
   for (size_t len = a.size(); len <= last; len++) {
     std::string lo = a;
     if (len != a.size()) lo.assign(len, '0'), lo[0] = '1';
     const std::string hi = b && len == b->size() ? *b : std::string(len, '9');
-    if (compare_digits(lo, hi) <= 0) alts.push_back(same_length_range(lo, hi));
+    if (compare_digits(lo, hi) > 0) continue;
+    const bool full = lo[0] == '1' && lo.find_first_not_of('0', 1) == std::string::npos &&
+                      hi.find_first_not_of('9') == std::string::npos;
+    if (full) {
+      if (run_from == 0) run_from = len;
+      run_to = len;
+      continue;
+    }
+    flush();
+    alts.push_back(same_length_range(lo, hi));
   }
+  flush();
   if (!b) alts.push_back(fmt::format("[1-9] [0-9]{{{},}}", a.size()));
   return alternation(alts);
 }

@@ -35,10 +35,18 @@ CodePointSet word() {
 }
 
 // ECMAScript's WhiteSpace and LineTerminator.
-CodePointSet space() {
+CodePointSet unicode_space() {
   CodePointSet s = CodePointSet::range(0x09, 0x0D);
   for (const char32_t c : {0x20u, 0xA0u, 0x1680u, 0x2028u, 0x2029u, 0x202Fu, 0x205Fu, 0x3000u, 0xFEFFu}) s.add(c, c);
   s.add(0x2000, 0x200A);
+  return s;
+}
+
+// Engines disagree beyond ASCII (Python's \s has no U+FEFF, std::regex's none of the Unicode
+// spaces): \s writes only the ASCII spaces all count, \S only characters none counts as space.
+CodePointSet ascii_space() {
+  CodePointSet s = CodePointSet::range(0x09, 0x0D);
+  s.add(0x20, 0x20);
   return s;
 }
 
@@ -202,8 +210,9 @@ class Parser {
     return v;
   }
 
-  // After a backslash.
-  Escaped escape(bool in_class) {
+  // After a backslash. In a negated class \s and \S take the opposite reading of the spaces
+  // engines disagree on, so that after the complement they still write only agreed ones.
+  Escaped escape(bool in_class, bool negated = false) {
     if (at_end()) fail("a pattern cannot end in \\");
     const char32_t c = p_[pos_++];
     switch (c) {
@@ -211,8 +220,8 @@ class Parser {
       case 'D': return {digits().complement()};
       case 'w': return {word()};
       case 'W': return {word().complement()};
-      case 's': return {space()};
-      case 'S': return {space().complement()};
+      case 's': return {negated ? unicode_space() : ascii_space()};
+      case 'S': return {negated ? ascii_space().complement() : unicode_space().complement()};
       case 't': return one(0x09);
       case 'n': return one(0x0A);
       case 'v': return one(0x0B);
@@ -256,7 +265,7 @@ class Parser {
     CodePointSet set;
     const auto member = [&]() -> Escaped {
       const char32_t c = p_[pos_++];
-      return c == '\\' ? escape(true) : one(c);
+      return c == '\\' ? escape(true, negate) : one(c);
     };
     while (true) {
       if (at_end()) fail("missing ]");

@@ -8,6 +8,8 @@
 //   character that is not a letter or digit (\. \\ \/ \- \{ ...); groups ( ), (?: ) and named
 //   (?<name> ); alternation |; quantifiers * + ? {m} {m,} {m,n} (counts up to 10,000; lazy
 //   forms match the same strings); ^ at the start and $ at the end of a top-level alternative.
+// \s is written as the ASCII spaces (\t \n \v \f \r and space) and \S as characters that
+// are no Unicode space: what every regex engine agrees on (validators differ beyond ASCII).
 // Refused: lookaround, backreferences, word boundaries, \p{..}, \c, \u{..}, octal escapes,
 // a bare { (write \{), and anchors anywhere else.
 //

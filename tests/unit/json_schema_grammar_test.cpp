@@ -189,6 +189,39 @@ TEST(JsonSchemaGrammar, NarrowingsAreDocumentedOnes) {
   EXPECT_FALSE(grammar_accepts(g, R"("2024-c")"));
 }
 
+TEST(JsonSchemaGrammar, NumbersAreFiniteDoubles) {
+  const auto number = grammar_for(R"j({"type":"number"})j");
+  for (const char* ok : {"1e99", "-1.5E-99", "99999999999999999999.5e99", "0.000000000000000000000000001"})
+    EXPECT_TRUE(grammar_accepts(number, ok)) << ok;
+  for (const char* bad : {"6e699", "1e100", "100000000000000000000", "1E464444"}) EXPECT_FALSE(grammar_accepts(number, bad)) << bad;
+  const auto integer = grammar_for(R"j({"type":"integer"})j");
+  for (const char* ok : {"18446744073709551615", "-9223372036854775808", "0", "-0"}) EXPECT_TRUE(grammar_accepts(integer, ok)) << ok;
+  for (const char* bad : {"18446744073709551616", "-9223372036854775809", "100000000000000000000"})
+    EXPECT_FALSE(grammar_accepts(integer, bad)) << bad;
+  const auto positive = grammar_for(R"j({"type":"number","exclusiveMinimum":0})j");
+  EXPECT_TRUE(grammar_accepts(positive, "99999999999999999999.99"));
+  EXPECT_FALSE(grammar_accepts(positive, "100000000000000000000"));
+  const auto big = grammar_for(R"j({"type":"integer","minimum":10})j");
+  EXPECT_TRUE(grammar_accepts(big, "18446744073709551615"));
+  EXPECT_FALSE(grammar_accepts(big, "18446744073709551616"));
+  EXPECT_THROW(grammar_for(R"j({"type":"integer","minimum":1e30})j"), JsonSchemaError);  // nothing in range
+}
+
+TEST(JsonSchemaGrammar, SpaceClassesWriteWhatEnginesAgreeOn) {
+  // U+00A0 and U+3000 are \s to ECMAScript, not to std::regex or Python: neither \s nor \S nor
+  // [^\s] writes them; the ASCII spaces are \s everywhere.
+  for (const char* p : {"^\\s$", "^\\S$", "^[^\\s]$", "^[^\\S]$", "^[\\s\\S]$"}) {
+    const auto g = grammar_for(Json{{"type", "string"}, {"pattern", p}});
+    EXPECT_FALSE(grammar_accepts(g, "\"\u00a0\"")) << p;
+    EXPECT_FALSE(grammar_accepts(g, "\"\u3000\"")) << p;
+  }
+  const auto s = grammar_for(R"j({"type":"string","pattern":"^\\s+$"})j");
+  EXPECT_TRUE(grammar_accepts(s, R"(" \t\n\r\f\u000b")"));
+  const auto not_s = grammar_for(R"j({"type":"string","pattern":"^[^\\s]+$"})j");
+  EXPECT_TRUE(grammar_accepts(not_s, "\"a\u00e9\""));
+  EXPECT_FALSE(grammar_accepts(not_s, R"("a b")"));
+}
+
 TEST(JsonSchemaGrammar, RecursionGoesDeep) {
   const auto g = grammar_for(R"({"$defs":{"n":{"type":"object","properties":{"c":{"type":"array","items":{"$ref":"#/$defs/n"}}},
                                   "additionalProperties":false}},"$ref":"#/$defs/n"})");

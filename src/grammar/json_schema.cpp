@@ -56,12 +56,15 @@ std::string json_string(GrammarBuilder& b) {
 
 std::string json_number(GrammarBuilder& b) {
   return b.shared("json-number", [] {
-    return std::string(R"g("-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?)g");
+    // Bounded so every number a client parses fits a double (6e699 is JSON's syntax, but
+    // parsers refuse it or make it infinity): 16 integer digits, 16 fraction digits, |e| < 100.
+    return std::string(R"g("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)g");
   });
 }
 
 std::string json_integer(GrammarBuilder& b) {
-  return b.shared("json-integer", [] { return std::string(R"g("-"? ( "0" | [1-9] [0-9]* ))g"); });
+  // At most 18 digits: every such integer fits an int64 (a parser's integer type).
+  return b.shared("json-integer", [] { return std::string(R"g("-"? ( "0" | [1-9] [0-9]{0,17} ))g"); });
 }
 
 std::string json_value(GrammarBuilder& b) {

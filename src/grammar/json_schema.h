@@ -28,6 +28,9 @@
 //     `items` -> array, `pattern` -> string, `minimum` -> number, ...); with none, any value.
 //     JSON Schema would also accept values of the other types, which is never what is meant.
 //   - oneOf is treated as anyOf: a document matching two branches is not refused.
+//   - Numbers and integers without bounds are bounded so that parsers take them: integers of at
+//     most 18 digits (an int64), numbers of at most 16 integer and 16 fraction digits with an
+//     exponent below 100 in magnitude (a double: 6e699 is JSON syntax that parsers refuse).
 //   - Integers are written as integers (`-?(0|[1-9][0-9]*)`), never as 1.0 or 1e2. Numbers
 //     with bounds are written without an exponent (exact decimal comparison against the bound);
 //     numbers without bounds take the full RFC 8259 syntax.

@@ -611,7 +611,8 @@ void EngineCore::grammar_masks(Sequence& q, std::span<const int32_t> drafts, siz
     }
     if (need >= GrammarMaskCache::kFar) return false;
     if (left_j <= need + kGrammarBudgetWindow) m.restrict_by_budget(q.masks[j], left_j);
-    return need > 0 && left_j <= need + kGrammarClosingMargin && m.restrict_to_shortest_completion(q.masks[j]);
+    return need > 0 && left_j <= need + kGrammarClosingMargin &&
+           m.restrict_to_shortest_completion(q.masks[j], /*longest_only=*/left_j <= need);
   };
   size_t j = 0;
   bool closing = mask_at(0);

@@ -285,7 +285,7 @@ int64_t GrammarMatcher::bytes_to_end() {
   return best;
 }
 
-bool GrammarMatcher::restrict_to_shortest_completion(std::vector<uint64_t>& bits) {
+bool GrammarMatcher::restrict_to_shortest_completion(std::vector<uint64_t>& bits, bool longest_only) {
   const auto& d = cache_->end_distances();
   if (d.empty() || stacks_.empty()) return false;
   int32_t best = stacks_[0];
@@ -349,6 +349,14 @@ bool GrammarMatcher::restrict_to_shortest_completion(std::vector<uint64_t>& bits
     }
     if (!found) break;
     node = found;
+    if (longest_only && trie[node].tok_end > trie[node].tok_begin) {
+      bool longer = false;  // an allowed token of this length replaces the shorter ones
+      for (int32_t k = trie[node].tok_begin; k < trie[node].tok_end; k++) {
+        const int32_t id = v.sorted()[static_cast<size_t>(k)];
+        longer = longer || (bits[static_cast<size_t>(id) / 64] >> (id % 64) & 1);
+      }
+      if (longer) std::fill(keep.begin(), keep.end(), 0);
+    }
     for (int32_t k = trie[node].tok_begin; k < trie[node].tok_end; k++) {
       const int32_t id = v.sorted()[static_cast<size_t>(k)];
       if (bits[static_cast<size_t>(id) / 64] >> (id % 64) & 1) {
@@ -386,6 +394,8 @@ void GrammarMatcher::restrict_by_budget(std::vector<uint64_t>& bits, int64_t lef
     need_after[b] = best;
   }
   const GrammarVocab& v = cache_->vocab();
+  std::vector<uint64_t> kept = bits;
+  bool any = false;
   for (size_t w = 0; w < bits.size(); w++) {
     uint64_t word = bits[w];
     while (word) {
@@ -395,9 +405,26 @@ void GrammarMatcher::restrict_by_budget(std::vector<uint64_t>& bits, int64_t lef
       const std::string& bytes = v.bytes(id);
       if (bytes.empty()) continue;  // end of generation
       const int64_t floor = need_after[static_cast<uint8_t>(bytes[0])] - static_cast<int64_t>(bytes.size() - 1);
-      if (floor > left - 1) bits[w] &= ~(uint64_t{1} << bit);
+      bool ok = floor <= left - 1;
+      // A token that may close one thing and open another (`",` `}, {`) is followed whole.
+      if (ok && bytes.find_first_of(",:{[", 1) != std::string::npos) {
+        tmp_ = stacks_;
+        for (const char ch : bytes) {
+          stepper_.step(pool_, tmp_, static_cast<uint8_t>(ch), tmp2_);
+          tmp_.swap(tmp2_);
+          if (tmp_.empty()) break;
+        }
+        int64_t exact = GrammarMaskCache::kFar;
+        for (int32_t s : tmp_) exact = std::min(exact, stack_distance(pool_, d, s));
+        ok = exact <= left - 1;
+      }
+      if (!ok) kept[w] &= ~(uint64_t{1} << bit);
+      else any = true;
     }
   }
+  // Past saving (the budget is already short of the need): every token stays, closing does
+  // what it can.
+  if (any) bits = std::move(kept);
 }
 
 void GrammarMatcher::restrict_to_ending_tokens(std::vector<uint64_t>& bits) {

@@ -133,7 +133,8 @@ class GrammarMatcher {
   // output (kFar: none), and the mask restricted to tokens that are prefixes of one shortest
   // completion (false, bits unchanged, when no token is).
   int64_t bytes_to_end();
-  bool restrict_to_shortest_completion(std::vector<uint64_t>& bits);
+  // longest_only: just the longest such prefix (the budget cannot afford a byte a token).
+  bool restrict_to_shortest_completion(std::vector<uint64_t>& bits, bool longest_only = false);
   // `left` tokens left: drops tokens whose first byte alone already commits the sentence to more
   // bytes than the rest of the budget could close (a new optional member's key, say): after
   // first byte b the sentence needs at least need(b) bytes, and a token's further bytes close at

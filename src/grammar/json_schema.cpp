@@ -55,11 +55,12 @@ std::string json_string(GrammarBuilder& b) {
 }
 
 // Numbers that every JSON parser can hold: RFC 8259's syntax with an integer part of at most 20
-// digits and an exponent of at most 2 (magnitudes below 1e120, a finite double; 6e699 is valid
-// JSON that nlohmann, Python and others refuse or turn into infinity).
+// digits, a fraction of at most 16 (a double's precision) and an exponent of at most 2
+// (magnitudes below 1e120, a finite double; 6e699 is valid JSON that nlohmann, Python and
+// others refuse or turn into infinity).
 std::string json_number(GrammarBuilder& b) {
   return b.shared("json-number", [] {
-    return std::string(R"g("-"? ( "0" | [1-9] [0-9]{0,19} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]{1,2} )?)g");
+    return std::string(R"g("-"? ( "0" | [1-9] [0-9]{0,19} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)g");
   });
 }
 

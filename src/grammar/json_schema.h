@@ -31,9 +31,10 @@
 //   - Integers are written as integers (`-?(0|[1-9][0-9]*)`), never as 1.0 or 1e2, and lie
 //     between int64's least and uint64's greatest. Numbers with bounds are written without an
 //     exponent (exact decimal comparison against the bound) and below 1e20 in magnitude;
-//     numbers without bounds take RFC 8259's syntax with an integer part of at most 20 digits
-//     and an exponent of at most 2: every number the grammar writes is a finite double (6e699
-//     is valid JSON that nlohmann, Python and most parsers refuse or make infinite).
+//     numbers without bounds take RFC 8259's syntax with an integer part of at most 20 digits,
+//     a fraction of at most 16 and an exponent of at most 2: every number the grammar writes
+//     is a finite double (6e699 is valid JSON that nlohmann, Python and most parsers refuse or
+//     make infinite).
 //   - Strings of free text (any characters, or a length range in code points) take every JSON
 //     escape, surrogate pairs counting as one character. Strings whose characters are
 //     constrained (pattern, format, enum, const, property names) take each character raw or,

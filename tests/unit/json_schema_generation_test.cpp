@@ -33,9 +33,10 @@ std::vector<std::filesystem::path> schema_files() {
   return out;
 }
 
-void run_suite(test::EngineModel& m, int n_seeds, int schema_stride, int max_tokens) {
-  const auto files = schema_files();
+void run_suite(test::EngineModel& m, int n_seeds, int schema_stride, int max_tokens, size_t max_schemas = 1000) {
+  auto files = schema_files();
   ASSERT_GE(files.size(), 40u);
+  if (files.size() > max_schemas) files.resize(max_schemas);
   EngineConfig c;
   c.n_ctx = 512;
   c.max_running = n_seeds;
@@ -92,7 +93,8 @@ TEST(JsonSchemaGeneration, SyntheticQwenVocabulary) {
   if (path.empty()) GTEST_SKIP() << why;
   test::EngineModel m = test::load_engine_model(path);
   const bool small = test::sanitized_build();
-  run_suite(m, small ? 3 : 20, small ? 8 : 1, 120);
+  // 40 of the schemas: each step's 152k-wide output layer and masks make this the slow half.
+  run_suite(m, small ? 3 : 20, small ? 8 : 1, 300, 40);
 }
 
 }  // namespace

@@ -191,9 +191,9 @@ TEST(JsonSchemaGrammar, NarrowingsAreDocumentedOnes) {
 
 TEST(JsonSchemaGrammar, NumbersAreFiniteDoubles) {
   const auto number = grammar_for(R"j({"type":"number"})j");
-  for (const char* ok : {"1e99", "-1.5E-99", "99999999999999999999.5e99", "0.000000000000000000000000001"})
+  for (const char* ok : {"1e99", "-1.5E-99", "99999999999999999999.5e99", "0.0000000000000001"})
     EXPECT_TRUE(grammar_accepts(number, ok)) << ok;
-  for (const char* bad : {"6e699", "1e100", "100000000000000000000", "1E464444"}) EXPECT_FALSE(grammar_accepts(number, bad)) << bad;
+  for (const char* bad : {"6e699", "1e100", "100000000000000000000", "1E464444", "0.00000000000000001"}) EXPECT_FALSE(grammar_accepts(number, bad)) << bad;
   const auto integer = grammar_for(R"j({"type":"integer"})j");
   for (const char* ok : {"18446744073709551615", "-9223372036854775808", "0", "-0"}) EXPECT_TRUE(grammar_accepts(integer, ok)) << ok;
   for (const char* bad : {"18446744073709551616", "-9223372036854775809", "100000000000000000000"})

@@ -227,12 +227,34 @@ class Validator {
     return true;
   }
 
+  // std::wregex's \s is the C locale's (ASCII) white space; ECMAScript's also holds U+00A0,
+  // U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 and U+FEFF. Spelled out.
+  static std::u32string ecmascript_spaces(const std::u32string& p) {
+    const std::u32string ws = U"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff";
+    std::u32string out;
+    bool in_class = false;
+    for (size_t i = 0; i < p.size(); i++) {
+      if (p[i] == U'\\' && i + 1 < p.size()) {
+        const char32_t e = p[i + 1];
+        if (e == U's') out += in_class ? ws : U"[" + ws + U"]";
+        else if (e == U'S' && !in_class) out += U"[^" + ws + U"]";
+        else out += p.substr(i, 2);
+        i++;
+        continue;
+      }
+      if (p[i] == U'[') in_class = true;
+      else if (p[i] == U']') in_class = false;
+      out += p[i];
+    }
+    return out;
+  }
+
   static bool string(const std::string& v, const Json& s, const std::string& at, std::string* why) {
     const std::u32string cps = code_points(v);
     if (s.contains("minLength") && cps.size() < s["minLength"].get<double>()) return fail(why, at, "too short");
     if (s.contains("maxLength") && cps.size() > s["maxLength"].get<double>()) return fail(why, at, "too long");
     if (s.contains("pattern")) {
-      const std::u32string p = code_points(s["pattern"].get<std::string>());
+      const std::u32string p = ecmascript_spaces(code_points(s["pattern"].get<std::string>()));
       const std::wregex re(std::wstring(p.begin(), p.end()), std::regex::ECMAScript);
       if (!std::regex_search(std::wstring(cps.begin(), cps.end()), re)) return fail(why, at, "pattern does not match");
     }

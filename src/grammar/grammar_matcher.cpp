@@ -209,10 +209,10 @@ void GrammarMatcher::fill_next_token_mask(std::vector<uint64_t>& bits) {
     const StackPool::Frame top = pool_[s];
     const auto& e = cache_->get(top.rule, top.state);
     if (e.uncertain.empty()) continue;
-    std::vector<StackPool::Frame> chain;
-    for (int32_t x = s; x >= 0; x = pool_[x].parent) chain.push_back(pool_[x]);
+    chain_.clear();
+    for (int32_t x = s; x >= 0; x = pool_[x].parent) chain_.push_back(pool_[x]);
     int32_t copy = StackPool::kEnd;
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) copy = scratch_.intern(copy, it->rule, it->state);
+    for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) copy = scratch_.intern(copy, it->rule, it->state);
     for (int32_t id : e.uncertain) {
       if (bits[static_cast<size_t>(id) / 64] >> (id % 64) & 1) continue;
       tmp_.assign(1, copy);

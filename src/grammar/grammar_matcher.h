@@ -155,6 +155,7 @@ class GrammarMatcher {
   std::vector<std::vector<int32_t>> history_;  // the stacks before each accepted token
   std::vector<int32_t> tmp_, tmp2_;
   StackPool scratch_;  // uncertain tokens' checks, cleared after each mask
+  std::vector<StackPool::Frame> chain_;  // a stack's frames, top first, while it is copied
 };
 
 // Whether the whole of `text` is a sentence of `g` (tests and tools).

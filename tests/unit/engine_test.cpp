@@ -19,22 +19,9 @@
 namespace lumen {
 namespace {
 
-struct Loaded {
-  std::shared_ptr<GgufFile> file;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-};
-
-Loaded load(const std::string& path) {
-  Loaded l;
-  l.file = GgufFile::open(path);
-  ModelOptions opt;
-  opt.n_threads = 2;
-  opt.n_batch = 512;
-  l.model = Model::load(l.file, opt);
-  l.tok = Tokenizer::from_gguf(*l.file);
-  return l;
-}
+// The shared loader (tests/test_support.h): 2 threads, batches of 512.
+using Loaded = test::EngineModel;
+Loaded load(const std::string& path) { return test::load_engine_model(path); }
 
 struct Outcome {
   std::vector<int32_t> tokens;

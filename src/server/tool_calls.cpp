@@ -256,6 +256,15 @@ std::string ToolCallSplitter::push(std::string_view more) {
     holding_ = true;  // a call written without its marker, from the very start
     return {};
   }
+  if (released_ == 0 && format_ == ToolCallFormat::Llama3) {
+    // Llama 3 writes <|python_tag|> only at the very start: hold while the output may still be
+    // it, and hold everything once it is (the parse decides whether a call follows).
+    const size_t n = std::min(head.size(), kPythonTag.size());
+    if (head.substr(0, n) == kPythonTag.substr(0, n)) {
+      holding_ = head.size() >= kPythonTag.size();
+      return {};
+    }
+  }
   size_t end = all.size();
   const std::string_view marker = marker_of(format_);
   if (!marker.empty()) {

@@ -276,6 +276,14 @@ TEST(ToolCalls, SplitterHoldsBackOnlyWhatMayBeACall) {
   EXPECT_EQ(released, "");
   run(ToolCallFormat::Llama3, "Not a call {x}", released);
   EXPECT_EQ(released, "Not a call {x}");
+  // <|python_tag|> opens a call only at the start; the text after the call is content at the
+  // end, like the whole parse's (found by fuzz_tool_calls).
+  run(ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"add\", \"parameters\": {}}\x1a", released);
+  EXPECT_EQ(released, "");
+  run(ToolCallFormat::Llama3, "<|python_tag|> no call", released);
+  EXPECT_EQ(released, "");
+  run(ToolCallFormat::Llama3, "<|pyth> text", released);
+  EXPECT_EQ(released, "<|pyth> text");
 }
 
 TEST(ToolCalls, Ids) {

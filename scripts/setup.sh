@@ -11,6 +11,7 @@ PACKAGES=(
   clang libclang-rt-14-dev          # libFuzzer target and sanitizer runtimes
   python3 python3-numpy             # ../shared/tools/synth_gguf.py for synthetic test models
   prometheus                        # promtool, which checks /metrics in tests/e2e/server
+  chromium                          # the web page's browser tests (tests/e2e/webui, playwright-core)
 )
 # Node.js and npm for the server's end-to-end tests (tests/e2e/server), unless a node is
 # already on PATH (e.g. from NodeSource).
@@ -26,12 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The end-to-end tests' npm packages, exactly as package-lock.json pins them; again whenever the
-# lockfile is newer than what is installed.
-E2E=tests/e2e/server
-if [ ! -d "$E2E/node_modules" ] || [ "$E2E/package-lock.json" -nt "$E2E/node_modules" ]; then
-  (cd "$E2E" && npm ci --no-audit --no-fund && touch node_modules)
-fi
+# npm packages, exactly as each package-lock.json pins them; again whenever the lockfile is newer
+# than what is installed: the web page's build (webui: esbuild) and the end-to-end tests'
+# (tests/e2e/server: openai; tests/e2e/webui: playwright-core, which drives Debian's chromium).
+for dir in webui tests/e2e/server tests/e2e/webui; do
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund && touch node_modules)
+  fi
+done
 
 [ "${1:-}" = "--no-build" ] && exit 0
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -6,6 +6,7 @@
 
 #include "engine/engine_core.h"
 #include "server/generation_stream.h"
+#include "server/web_assets.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lumen::server {
@@ -74,6 +75,10 @@ HttpResponse ApiServer::handle(const HttpRequest& req) {
       if (!ready_.load(std::memory_order_acquire)) return error_response(503, "the model is loading", {}, "model_loading");
       return json_response(200, Json{{"status", "ok"}});
     }
+    if (p == "/" || p.starts_with("/assets/")) {
+      if (!get) return error_response(405, "use GET for " + p);
+      return web_page(req);
+    }
     struct Route {
       const char* path;
       bool post;
@@ -116,6 +121,33 @@ HttpResponse ApiServer::models() const {
                       {"owned_by", "lumen"},
                       {"max_model_len", backend_.n_ctx}});
   return json_response(200, Json{{"object", "list"}, {"data", data}});
+}
+
+HttpResponse ApiServer::web_page(const HttpRequest& req) const {
+  if (!config_.webui) return error_response(404, "the web page is off (lumen serve --no-webui)", {}, "not_found");
+  if (web_assets().empty())
+    return error_response(404, "this lumen was built without the web page (cmake -DLUMEN_WEBUI=OFF)", {}, "not_found");
+  const WebAsset* a = find_web_asset(req.path);
+  if (!a) return error_response(404, fmt::format("no route {} {}", req.method, req.path), {}, "not_found");
+  HttpResponse r;
+  r.content_type = std::string(a->content_type);
+  // Revalidated on every load (the ETag makes that a 304), so a new binary's page shows at once.
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.headers.emplace_back("ETag", std::string(a->etag));
+  // The page runs only its own script and talks only to this server: even if a model's text
+  // slipped past the markdown renderer, no inline script or foreign resource would run.
+  r.headers.emplace_back("Content-Security-Policy",
+                         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                         "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  r.headers.emplace_back("Referrer-Policy", "no-referrer");
+  if (req.header("if-none-match") == a->etag) {
+    r.status = 304;
+    r.content_type.clear();
+    return r;
+  }
+  r.body = std::string(a->body);
+  return r;
 }
 
 HttpResponse ApiServer::metrics_page() const {

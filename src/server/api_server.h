@@ -2,7 +2,8 @@
 // threads and only parses, validates, tokenizes, renders chat templates and submits; the
 // engine thread does the work and the responses are GenerationStreams the connections drain.
 //
-// Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health (200
+// Routes: GET / and /assets/* (the web page, webui/, unless --no-webui; no key needed: it is
+// static and asks the user for the key), POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health (200
 // once the model is loaded, 503 before), GET /metrics (Prometheus), POST /tokenize,
 // POST /detokenize. With an API key every route but /health needs `Authorization: Bearer KEY`
 // (compared in constant time).
@@ -30,6 +31,7 @@ struct ApiConfig {
   std::string model_name;                // --model-alias, else the file's name without .gguf
   std::vector<std::string> model_names;  // every name a request's "model" may give
   std::string api_key;                   // "" = no authentication
+  bool webui = true;                     // serve the web page at / (--no-webui: off)
   ApiLimits limits;
 };
 
@@ -60,6 +62,7 @@ class ApiServer {
   HttpResponse detokenize(const HttpRequest& req);
   HttpResponse models() const;
   HttpResponse metrics_page() const;
+  HttpResponse web_page(const HttpRequest& req) const;
   bool authorized(const HttpRequest& req) const;
 
   ApiConfig config_;

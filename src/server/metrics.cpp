@@ -143,6 +143,11 @@ std::string ServerMetrics::render(const EngineStats* e, const std::string& model
            static_cast<double>(e->blocks_total) * static_cast<double>(e->kv_bytes_per_block));
     scalar("lumen_kv_cache_usage_perc", "gauge", "Fraction of the KV cache blocks in use (1 = full).",
            e->blocks_total > 0 ? static_cast<double>(e->blocks_used) / static_cast<double>(e->blocks_total) : 0.0);
+    scalar("lumen_engine_generated_tokens_total", "counter",
+           "Tokens sampled so far, counted as they are made (lumen_generation_tokens_total counts finished completions).",
+           static_cast<double>(e->generated_tokens));
+    scalar("lumen_engine_computed_tokens_total", "counter", "Tokens evaluated by forward passes (prompt chunks, decodes, drafts).",
+           static_cast<double>(e->computed_tokens));
     scalar("lumen_num_preemptions_total", "counter", "Requests preempted (blocks freed, recomputed later).", static_cast<double>(e->preemptions));
     scalar("lumen_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
            static_cast<double>(e->cache.prefix_query_tokens));

@@ -23,6 +23,7 @@
 #include "model_options.h"
 #include "server/api_server.h"
 #include "server/chat_prompt.h"
+#include "server/web_assets.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,6 +45,7 @@ struct ServeArgs {
   int http_threads = 2;
   int64_t max_queue = 1024;
   double shutdown_timeout_s = 30;
+  bool no_webui = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -70,6 +72,7 @@ void serve(const ServeArgs& a) {
   cfg.api_key = a.api_key;
   if (cfg.api_key.empty())
     if (const char* k = std::getenv("LUMEN_API_KEY")) cfg.api_key = k;
+  cfg.webui = !a.no_webui;
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<size_t>(parse_memory_size(a.max_body));
   if (!(a.timeout_s > 0)) fail("--timeout must be positive");
@@ -88,6 +91,7 @@ void serve(const ServeArgs& a) {
   const int port = http.listen(a.host, a.port);
   http.start();
   fmt::print(stderr, "lumen: listening on http://{}:{} (loading {})\n", a.host, port, path);
+  if (cfg.webui && !server::web_assets().empty()) fmt::print(stderr, "lumen: web page at http://{}:{}/\n", a.host, port);
   std::fflush(stderr);
 
   std::unique_ptr<LoadedModel> m;
@@ -184,6 +188,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--threads-http", a.http_threads, "HTTP I/O threads (default 2)");
   cmd->add_option("--max-queue", a.max_queue, "most requests waiting for the engine (default 1024); more get 429");
   cmd->add_option("--shutdown-timeout", a.shutdown_timeout_s, "on SIGINT/SIGTERM, seconds to let running requests finish (default 30)");
+  cmd->add_flag("--no-webui", a.no_webui, "do not serve the web page at / (the API alone)");
   cmd->callback([] { serve(a); });
 }
 

@@ -162,7 +162,9 @@ describe('400: wrong field types and out-of-range values', () => {
 describe('404, 405, 431, and the model field', () => {
   test('unknown routes are 404', async () => {
     for (const [method, path] of [
-      ['GET', '/'],
+      ['GET', '/assets/'],
+      ['GET', '/assets/../../etc/passwd'],
+      ['GET', '/index.html'],
       ['GET', '/v1'],
       ['POST', '/v1/embeddings'],
       ['GET', '/v1/completions/x'],

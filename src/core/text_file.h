@@ -5,7 +5,8 @@
 
 namespace lumen {
 
-// The file's bytes, unchanged. Error "PATH: cannot open: REASON" or "PATH: read error".
+// The file's bytes, unchanged. Error "PATH: cannot open: REASON", "PATH: is a directory, not a
+// file" or "PATH: read error".
 std::string read_whole_file(const std::string& path);
 
 }  // namespace lumen

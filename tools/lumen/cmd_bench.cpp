@@ -216,21 +216,27 @@ void run_verify_cost(const BenchArgs& a, LoadedModel& m, const std::string& path
 void run_speculative_bench(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads);
 
 void run_bench(const BenchArgs& a) {
-  if (a.n_prompt < 1) fail("-p/--n-prompt must be at least 1");
-  if (a.n_gen < 0) fail("-n/--n-gen must not be negative");
-  if (a.n_reps < 1) fail("-r/--repetitions must be at least 1");
-  if (a.cached_prefix < 0) fail("--cached-prefix must be at least 1 token, got {}", a.cached_prefix);
+  if (a.n_prompt < 1) usage_fail("-p/--n-prompt must be at least 1");
+  if (a.n_gen < 0) usage_fail("-n/--n-gen must not be negative");
+  if (a.n_reps < 1) usage_fail("-r/--repetitions must be at least 1");
+  if (a.cached_prefix < 0) usage_fail("--cached-prefix must be at least 1 token, got {}", a.cached_prefix);
   for (int64_t b : a.batches)
-    if (b < 1) fail("--batch sizes must be at least 1, got {}", b);
+    if (b < 1) usage_fail("--batch sizes must be at least 1, got {}", b);
   const int n_threads =
       a.model.n_threads > 0 ? a.model.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   Progress progress;
   const std::string path = a.model.resolved_model_path();
   if (!std::filesystem::exists(path)) fail("{}: no such model file (give one with -m or $LUMEN_MODEL)", path);
+  // Every context bench uses is sized from -p and -n (and the engine's needs); a -c that changes
+  // nothing must not pass as if it did.
+  if (a.model.n_ctx != 0)
+    usage_fail("bench: -c/--ctx-size has no effect: each measurement's context is what -p and -n need (here {})",
+               a.n_prompt + a.n_gen);
   if (!a.plot.empty()) {
     // Fail now, not after minutes of measuring, when the plot cannot be written.
+    if (std::filesystem::is_directory(a.plot)) fail("--plot {}: is a directory (give the SVG file's name)", a.plot);
     std::ofstream probe(a.plot + ".tmp", std::ios::binary | std::ios::trunc);
-    if (!probe) fail("{}: cannot write the plot", a.plot);
+    if (!probe) fail("--plot {}: cannot write the plot", a.plot);
     probe.close();
     std::remove((a.plot + ".tmp").c_str());
   }

@@ -23,13 +23,15 @@ void register_perplexity(CLI::App& app) {
   static int64_t n_chunks = -1;
   static KvTypeArgs kv_types;
   auto* cmd = app.add_subcommand("perplexity", "perplexity of a text, by llama-perplexity's method");
+  margs.n_ctx = 512;  // llama-perplexity's chunk size; ModelArgs' help says otherwise
   margs.add_to(cmd);
-  margs.n_ctx = 512;
-  cmd->add_option("-f,--file", text_file, "text file")->required();
+  cmd->get_option("--ctx-size")->description("tokens per chunk (default 512, as llama-perplexity)");
+  cmd->add_option("-f,--file", text_file, "text file (one trailing newline is dropped, as llama-perplexity does)")->required();
   cmd->add_option("--chunks", n_chunks, "most chunks to evaluate (default: all)");
   kv_types.fallback = "f32";
   kv_types.add_to(cmd, "default f32: the reference's precision");
   cmd->callback([] {
+    if (margs.n_ctx < 2) usage_fail("-c/--ctx-size must be at least 2 for perplexity, got {}", margs.n_ctx);
     std::string text = read_whole_file(text_file);
     if (!text.empty() && text.back() == '\n') text.pop_back();  // exactly one, as llama.cpp does
 

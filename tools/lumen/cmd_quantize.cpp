@@ -37,8 +37,13 @@ std::string size_str(size_t bytes) {
 void run_quantize(const QuantizeArgs& a) {
   const auto target = parse_quant_target(a.type);
   if (!target) fail("unknown quantization type '{}'; valid types: {}", a.type, join(quant_target_names()));
-  if (a.n_threads < 0) fail("--threads must not be negative");
+  if (a.n_threads < 0) usage_fail("-t/--threads must not be negative");
   if (!std::filesystem::exists(a.input)) fail("{}: no such file", a.input);
+  // Writing the output replaces the file: the input must survive (also through a link).
+  std::error_code ec;
+  if (std::filesystem::exists(a.output) && std::filesystem::equivalent(a.input, a.output, ec))
+    fail("{} and {} are the same file: the output would replace the input", a.input, a.output);
+  if (std::filesystem::is_directory(a.output)) fail("{}: is a directory (give the output file's name)", a.output);
   auto in = GgufFile::open(a.input);
   const std::vector<TensorPlan> plan = plan_quantization(*in, *target);
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -48,8 +49,57 @@ struct RunArgs {
   std::string grammar_file;      // --grammar: GBNF-style text (grammar/grammar.h)
   std::string json_schema_file;  // --json-schema: a JSON Schema (grammar/json_schema.h)
   bool json = false;
+  bool escape = false;             // -e: \n, \t, \\, \xHH... in -p are turned into their characters
+  bool no_display_prompt = false;  // text mode prints only the generation
+  bool ignore_eos = false;
   EngineArgs engine;
 };
+
+// llama.cpp's -e: the escapes a shell makes awkward to type. An unknown escape is kept as typed.
+std::string process_escapes(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); i++) {
+    if (in[i] != '\\' || i + 1 == in.size()) {
+      out += in[i];
+      continue;
+    }
+    const char c = in[++i];
+    switch (c) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case '\\': out += '\\'; break;
+      case '"': out += '"'; break;
+      case '\'': out += '\''; break;
+      case 'x':
+        if (i + 2 < in.size() && std::isxdigit(static_cast<unsigned char>(in[i + 1])) &&
+            std::isxdigit(static_cast<unsigned char>(in[i + 2]))) {
+          out += static_cast<char>(std::stoi(in.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+          break;
+        }
+        [[fallthrough]];
+      default: out += '\\'; out += c;
+    }
+  }
+  return out;
+}
+
+// SamplingParams::validate names its fields; the command line names its flags.
+[[noreturn]] void rethrow_in_flag_names(const Error& e) {
+  static const std::pair<const char*, const char*> names[] = {
+      {"sampling: temperature", "--temp"},           {"sampling: top_k", "--top-k"},
+      {"sampling: top_p", "--top-p"},                {"sampling: min_p", "--min-p"},
+      {"sampling: repetition_penalty", "--repeat-penalty"}, {"sampling: frequency_penalty", "--frequency-penalty"},
+      {"sampling: presence_penalty", "--presence-penalty"}, {"sampling: penalty_last_n", "--repeat-last-n"},
+      {"sampling: logit_bias", "--logit-bias"},      {"sampling: stop string", "--stop string"},
+      {"sampling: max_tokens", "-n/--n-predict"},
+  };
+  const std::string msg = e.what();
+  for (const auto& [field, flag] : names)
+    if (msg.rfind(field, 0) == 0) usage_fail("{}{}", flag, msg.substr(std::string(field).size()));
+  throw e;
+}
 
 LogitBias parse_bias(const std::string& s) {
   const auto eq = s.find('=');
@@ -171,8 +221,11 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "generate text from a prompt (reads prompts line by line from stdin when none is given)");
   a.model.add_to(cmd);
   static CLI::Option* prompt_opt = cmd->add_option("-p,--prompt", a.prompt, "prompt text");
-  cmd->add_option("-f,--file", a.prompt_file, "read the prompt from a file");
-  cmd->add_option("-n,--n-predict", a.n_predict, "most tokens to generate (-1: until end of text or context; default 256)");
+  cmd->add_option("-f,--file", a.prompt_file, "read the prompt from a file")->excludes(prompt_opt);
+  cmd->add_flag("-e,--escape", a.escape, "turn \\n, \\t, \\\\, \\\", \\xHH in -p into their characters");
+  cmd->add_flag("--no-display-prompt", a.no_display_prompt, "print only the generated text, not the prompt before it");
+  cmd->add_flag("--ignore-eos", a.ignore_eos, "keep generating past end-of-generation tokens (until -n or the context)");
+  cmd->add_option("-n,--n-predict", a.n_predict, "tokens to generate at most (-1: until end of text or context; 0: none; default 256)");
   cmd->add_option("--temp", a.temp, "temperature (0 = greedy argmax; default 0)");
   cmd->add_option("--top-k", a.top_k, "top-k (0 = off; default 40)");
   cmd->add_option("--top-p", a.top_p, "top-p (1 = off; default 0.95)");
@@ -181,9 +234,12 @@ void register_run(CLI::App& app) {
   cmd->add_option("--repeat-last-n", a.repeat_last_n, "tokens the penalties look back over (default 64, -1 = all)");
   cmd->add_option("--frequency-penalty", a.frequency_penalty, "frequency penalty (0 = off)");
   cmd->add_option("--presence-penalty", a.presence_penalty, "presence penalty (0 = off)");
-  cmd->add_option("--seed", a.seed, "RNG seed (default: random)");
-  cmd->add_option("--logit-bias", a.logit_bias, "ID=BIAS added to a token's logit (BIAS may be -inf); repeatable");
-  cmd->add_option("--stop", a.stop, "stop string; repeatable");
+  cmd->add_option("-s,--seed", a.seed, "RNG seed (default: random)");
+  // One value per occurrence (a later word is the prompt's, not another stop); repeat the flag.
+  cmd->add_option("--logit-bias", a.logit_bias, "ID=BIAS added to a token's logit (BIAS may be -inf); repeat for more")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--stop,-r,--reverse-prompt", a.stop, "stop string (llama.cpp: -r/--reverse-prompt); repeat for more")
+      ->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* grammar_opt =
       cmd->add_option("--grammar", a.grammar_file, "constrain the output to the grammar in FILE (GBNF-style text, README \"Grammars\")");
   cmd->add_option("--json-schema", a.json_schema_file, "constrain the output to JSON valid under the JSON Schema in FILE")
@@ -203,6 +259,8 @@ void register_run(CLI::App& app) {
     p.max_tokens = a.n_predict;
     p.stop = a.stop;
     for (const auto& s : a.logit_bias) p.logit_bias.push_back(parse_bias(s));
+    if (a.n_predict < -1) usage_fail("-n/--n-predict must be >= -1 (-1 = no limit), got {}", a.n_predict);
+    const std::string prompt_text = a.escape ? process_escapes(a.prompt) : a.prompt;
     p.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
     if (!a.grammar_file.empty()) p.grammar = compile_grammar(read_whole_file(a.grammar_file));
     if (!a.json_schema_file.empty()) {
@@ -219,16 +277,23 @@ void register_run(CLI::App& app) {
       }
     }
 
+    // Input files are read before the model loads: a wrong path fails at once.
+    const std::string file_text = a.prompt_file.empty() ? "" : read_whole_file(a.prompt_file);
     ModelArgs margs = a.model;
     margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
     auto m = load_model(margs);
-    p.validate(static_cast<int>(m->model->config().n_vocab));
+    try {
+      p.validate(static_cast<int>(m->model->config().n_vocab));
+    } catch (const Error& e) {
+      rethrow_in_flag_names(e);
+    }
     const auto draft = a.engine.draft_model.empty() ? nullptr : load_draft_model(a.engine.draft_model, *m);
     EngineConfig ec = a.engine.to_config(m->n_ctx);
     if (draft) ec.draft_model = draft->model.get();
     EngineCore engine(*m->model, *m->tokenizer, ec);
     GenerationParams gp;
     gp.sampling = p;
+    gp.ignore_eos = a.ignore_eos;
     bool failed = false;
 
     // Prompts are submitted ahead (at most a few windows of --parallel) and reported in input
@@ -238,9 +303,23 @@ void register_run(CLI::App& app) {
       std::vector<int32_t> tokens;
       std::shared_ptr<RequestHandle> handle;
       std::string error;
+      bool nothing_to_generate = false;  // -n 0: the prompt is tokenized and checked, nothing runs
     };
     std::deque<Pending> pending;
     auto report = [&](Pending& q) {
+      if (q.nothing_to_generate) {
+        RunResult r;
+        r.prompt_tokens = std::move(q.tokens);
+        r.stop_reason = "length";
+        if (a.json) {
+          fmt::print("{}\n", to_json(r, p.seed).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        } else {
+          if (!a.no_display_prompt) fmt::print("{}", q.prompt);
+          std::fflush(stdout);
+          fmt::print(stderr, "\n\nprompt tokens:   {}\ngenerated:       0 tokens (-n 0)\n", r.prompt_tokens.size());
+        }
+        return;
+      }
       if (!q.handle) {
         failed = true;
         if (a.json) {
@@ -260,7 +339,7 @@ void register_run(CLI::App& app) {
         std::fflush(stdout);
         return;
       }
-      fmt::print("{}", q.prompt);
+      if (!a.no_display_prompt) fmt::print("{}", q.prompt);
       std::fflush(stdout);
       RunResult r = collect(*q.handle, std::move(q.tokens), [](std::string_view s) {
         std::fwrite(s.data(), 1, s.size(), stdout);
@@ -278,6 +357,15 @@ void register_run(CLI::App& app) {
       try {
         q.tokens = m->tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
         if (q.tokens.empty()) fail("the prompt is empty and the vocabulary adds no BOS token");
+        if (gp.sampling.max_tokens == 0) {
+          // Nothing to generate; the prompt must still fit the context, as it would have to.
+          if (static_cast<int64_t>(q.tokens.size()) > engine.max_sequence_tokens())
+            fail("the prompt has {} tokens, more than the context of {} tokens (-c)", q.tokens.size(),
+                 engine.max_sequence_tokens());
+          q.nothing_to_generate = true;
+          pending.push_back(std::move(q));
+          return;
+        }
         GenerationParams one = gp;
         // -n is a most, as in llama.cpp: generation also ends (length) where the context does.
         // A prompt that leaves no room at all is still refused by the engine.
@@ -303,11 +391,11 @@ void register_run(CLI::App& app) {
       }
     };
 
-    if (!a.prompt_file.empty()) {
-      submit(read_whole_file(a.prompt_file));
-      report_until(0, false);
-    } else if (prompt_opt->count() > 0) {
-      submit(a.prompt);
+    if (!a.prompt_file.empty() || prompt_opt->count() > 0) {
+      // One prompt: a prompt that is too long or cannot be tokenized is the command's error,
+      // reported before anything is echoed.
+      submit(!a.prompt_file.empty() ? file_text : prompt_text);
+      if (!pending.front().handle && !pending.front().nothing_to_generate) throw Error(pending.front().error);
       report_until(0, false);
     } else {
       std::string line;

@@ -1,8 +1,18 @@
 #include "model_options.h"
 
-#include <cstdlib>
-#include <filesystem>
+#include <fmt/format.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "commands.h"
 #include "core/error.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "gguf/gguf_file.h"
@@ -19,7 +29,30 @@ void ModelArgs::add_to(CLI::App* cmd) {
   cmd->add_flag("--f16-as-bf16", f16_as_bf16,
                 "compute F16 weights as BF16 (AVX-512 BF16 dot products): about 2x faster prefill, "
                 "BF16 accuracy instead of F16");
+  cmd->add_flag("--mlock", mlock, "lock the loaded model in RAM, so that it is never paged out (as llama.cpp's --mlock)");
 }
+
+namespace {
+
+// The cores this process may run on (its affinity mask, e.g. under taskset or a container's
+// cpuset), not the machine's count.
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void lock_model_in_memory() {
+  if (mlockall(MCL_CURRENT) == 0) return;
+  const int err = errno;
+  rlimit lim{};
+  getrlimit(RLIMIT_MEMLOCK, &lim);
+  // As llama.cpp does: the model still runs, and the user is told why it is not locked.
+  fmt::print(stderr, "lumen: warning: --mlock failed: {} (the locked-memory limit is {}; raise it with 'ulimit -l')\n",
+             std::strerror(err), lim.rlim_cur == RLIM_INFINITY ? "unlimited" : fmt::format("{} bytes", lim.rlim_cur));
+}
+
+}  // namespace
 
 std::string ModelArgs::resolved_model_path() const {
   if (!model_path.empty()) return model_path;
@@ -36,8 +69,13 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   const std::string path = args.resolved_model_path();
   if (!std::filesystem::exists(path))
     fail("{}: no such model file (give one with -m or $LUMEN_MODEL)", path);
-  if (args.n_batch < 1) fail("--batch-size must be at least 1");
-  if (args.n_threads < 0) fail("--threads must not be negative");
+  if (args.n_batch < 1) usage_fail("-b/--batch-size must be at least 1");
+  if (args.n_threads < 0) usage_fail("-t/--threads must not be negative");
+  if (const int cores = available_cores(); args.n_threads > cores)
+    fmt::print(stderr,
+               "lumen: warning: -t {} is more threads than the {} cores available; the extra threads only take "
+               "turns with the others (-t {} is usually fastest)\n",
+               args.n_threads, cores, cores);
   auto m = std::make_unique<LoadedModel>();
   m->file = GgufFile::open(path);
   ModelOptions opt;
@@ -46,8 +84,9 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   opt.f16_as_bf16 = args.f16_as_bf16;
   m->model = Model::load(m->file, opt);
   m->tokenizer = Tokenizer::from_gguf(*m->file);
+  if (args.mlock) lock_model_in_memory();
   const int64_t train = m->model->config().n_ctx_train;
-  if (args.n_ctx < 0) fail("--ctx-size must not be negative");
+  if (args.n_ctx < 0) usage_fail("-c/--ctx-size must not be negative");
   m->n_ctx = args.n_ctx > 0 ? args.n_ctx : std::min<int64_t>(train, 4096);
   return m;
 }

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <new>
 #include <thread>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/system_memory.h"
 #include "engine/spec/draft_model_proposer.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
@@ -82,7 +84,13 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   opt.n_threads = args.n_threads;
   opt.n_batch = args.n_batch;
   opt.f16_as_bf16 = args.f16_as_bf16;
-  m->model = Model::load(m->file, opt);
+  try {
+    m->model = Model::load(m->file, opt);
+  } catch (const std::bad_alloc&) {
+    // The forward pass's buffers grow with -b: say which number to lower, and what there is.
+    fail("the model with -b/--batch-size {} does not fit in memory ({} bytes available now, for a model file of {} bytes): "
+         "lower -b", args.n_batch, available_memory(), m->file->file_size());
+  }
   m->tokenizer = Tokenizer::from_gguf(*m->file);
   if (args.mlock) lock_model_in_memory();
   const int64_t train = m->model->config().n_ctx_train;

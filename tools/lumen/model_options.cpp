@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -31,7 +32,7 @@ void ModelArgs::add_to(CLI::App* cmd) {
   cmd->add_flag("--f16-as-bf16", f16_as_bf16,
                 "compute F16 weights as BF16 (AVX-512 BF16 dot products): about 2x faster prefill, "
                 "BF16 accuracy instead of F16");
-  cmd->add_flag("--mlock", mlock, "lock the loaded model in RAM, so that it is never paged out (as llama.cpp's --mlock)");
+  cmd->add_flag("--mlock", mlock, "lock the model's mapped weights in RAM, so that they are never paged out (as llama.cpp's --mlock)");
 }
 
 namespace {
@@ -44,14 +45,27 @@ int available_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-void lock_model_in_memory() {
-  if (mlockall(MCL_CURRENT) == 0) return;
+// Locks the mapped weights (the tensor data of the file), not the whole process: mlockall would
+// also pin every other mapping (and, under AddressSanitizer, its vast shadow).
+void lock_model_in_memory(const GgufFile& file) {
+  const uint8_t* lo = nullptr;
+  const uint8_t* hi = nullptr;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (!t.data || t.n_bytes == 0) continue;
+    if (!lo || t.data < lo) lo = t.data;
+    if (!hi || t.data + t.n_bytes > hi) hi = t.data + t.n_bytes;
+  }
+  if (!lo) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(lo) & ~(page - 1);
+  const size_t length = static_cast<size_t>(reinterpret_cast<uintptr_t>(hi) - begin);
+  if (mlock(reinterpret_cast<const void*>(begin), length) == 0) return;
   const int err = errno;
   rlimit lim{};
   getrlimit(RLIMIT_MEMLOCK, &lim);
   // As llama.cpp does: the model still runs, and the user is told why it is not locked.
-  fmt::print(stderr, "lumen: warning: --mlock failed: {} (the locked-memory limit is {}; raise it with 'ulimit -l')\n",
-             std::strerror(err), lim.rlim_cur == RLIM_INFINITY ? "unlimited" : fmt::format("{} bytes", lim.rlim_cur));
+  fmt::print(stderr, "lumen: warning: --mlock of {} bytes failed: {} (the locked-memory limit is {}; raise it with 'ulimit -l')\n",
+             length, std::strerror(err), lim.rlim_cur == RLIM_INFINITY ? "unlimited" : fmt::format("{} bytes", lim.rlim_cur));
 }
 
 }  // namespace
@@ -92,7 +106,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
          "lower -b", args.n_batch, available_memory(), m->file->file_size());
   }
   m->tokenizer = Tokenizer::from_gguf(*m->file);
-  if (args.mlock) lock_model_in_memory();
+  if (args.mlock) lock_model_in_memory(*m->file);
   const int64_t train = m->model->config().n_ctx_train;
   if (args.n_ctx < 0) usage_fail("-c/--ctx-size must not be negative");
   m->n_ctx = args.n_ctx > 0 ? args.n_ctx : std::min<int64_t>(train, 4096);

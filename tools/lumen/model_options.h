@@ -20,7 +20,7 @@ struct ModelArgs {
   int64_t n_ctx = 0;       // -c; 0 = the model's training context, at most 4096
   int64_t n_batch = 512;   // -b
   bool f16_as_bf16 = false;  // --f16-as-bf16
-  bool mlock = false;        // --mlock: keep the loaded model in RAM (mlockall of what is mapped now)
+  bool mlock = false;        // --mlock: keep the mapped weights in RAM (mlock)
 
   void add_to(CLI::App* cmd);
   std::string resolved_model_path() const;

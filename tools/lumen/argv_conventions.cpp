@@ -18,7 +18,7 @@ struct Alias {
 // Same meaning, llama.cpp's name: renamed to lumen's option.
 constexpr Alias kRenames[] = {
     {"-np", "--parallel"},          {"-ctk", "--kv-type-k"},        {"-ctv", "--kv-type-v"},
-    {"--cache-type-k", "--kv-type-k"}, {"--cache-type-v", "--kv-type-v"}, {"--n-predict", "--n-predict"},
+    {"--cache-type-k", "--kv-type-k"}, {"--cache-type-v", "--kv-type-v"},
 };
 
 // GPU-only options of llama.cpp that take a value, and their short spellings.

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -17,17 +19,10 @@ namespace {
 constexpr int kUsageError = 2;
 constexpr int kInputError = 1;
 
-std::string subcommand_names(const CLI::App& app) {
-  std::string s;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    s += (s.empty() ? "" : ", ") + sub->get_name();
-  return s;
-}
-
-bool has_subcommand(const CLI::App& app, const std::string& name) {
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (sub->get_name() == name) return true;
-  return false;
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
 }
 
 }  // namespace
@@ -50,8 +45,11 @@ int main(int argc, char** argv) {
   lumen::cli::register_plan(app);
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !has_subcommand(app, args[0])) {
-      fmt::print(stderr, "lumen: unknown command '{}'; the commands are: {} (lumen --help)\n", args[0], subcommand_names(app));
+    const std::vector<std::string> commands = subcommand_names(app);
+    if (!args.empty() && !args[0].empty() && args[0][0] != '-' &&
+        std::find(commands.begin(), commands.end(), args[0]) == commands.end()) {
+      fmt::print(stderr, "lumen: unknown command '{}'; the commands are: {} (lumen --help)\n", args[0],
+                 fmt::join(commands, ", "));
       return kUsageError;
     }
     lumen::cli::ArgvRewrite rw = lumen::cli::rewrite_llama_cpp_flags(args);
@@ -61,14 +59,6 @@ int main(int argc, char** argv) {
     app.parse(reversed);
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
-  } catch (const CLI::ExtrasError& e) {
-    const auto extras = e.what();
-    const std::string first = argc > 1 ? argv[1] : "";
-    if (app.get_subcommands().empty() && !first.empty() && first[0] != '-')
-      fmt::print(stderr, "lumen: unknown command '{}'; the commands are: {} (lumen --help)\n", first, subcommand_names(app));
-    else
-      fmt::print(stderr, "lumen: {} (lumen {} --help)\n", extras, app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name());
-    return kUsageError;
   } catch (const CLI::ParseError& e) {
     const std::string sub = app.get_subcommands().empty() ? "" : app.get_subcommands()[0]->get_name() + " ";
     fmt::print(stderr, "lumen: {} (lumen {}--help)\n", e.what(), sub);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed table of README "Performance": writes the benchmark models once (synthetic weights
 # with real shapes, ../shared/tools/synth_gguf.py; Q4_K_M by `lumen quantize` of the F16 file),
-# measures the roofline now, then runs `lumen bench -t 2 -p 512 -n 128` on each model, then the
+# measures the roofline now, then runs `lumen bench -t 2 -p 512 -n 128` (pp512, tg128) on each model, then the
 # engine benchmarks (`--batch 1,4,16,32 -p 128 -n 64`, `--cached-prefix 1024`) on TinyLlama Q8_0.
 # Usage: scripts/bench_targets.sh [MODEL_DIR]   (default /tmp/lumen-bench-models; ~5 GB)
 # Run it on an idle machine: the figures are only comparable with the roofline printed first.
@@ -24,10 +24,10 @@ synth smollm-135m q8_0 smollm-135m-q8_0.gguf
 "$LUMEN" bench -t 2 --remeasure -p 8 -n 8 -r 1 2>&1 | grep '^machine'
 for m in tinyllama-q8_0 tinyllama-q4_0 tinyllama-q4_k_m tinyllama-f16 smollm-135m-q8_0; do
   echo "== $m"
-  "$LUMEN" bench -m "$DIR/$m.gguf" -t 2 -p 512 -n 128 -r 3 2>/dev/null | grep -E '^(prefill|decode|verdict)  |^          '
+  "$LUMEN" bench -m "$DIR/$m.gguf" -t 2 -p 512 -n 128 -r 3 2>/dev/null | grep -E '^\| [a-z]|^verdict'
 done
 echo "== tinyllama-f16 --f16-as-bf16"
-"$LUMEN" bench -m "$DIR/tinyllama-f16.gguf" -t 2 -p 512 -n 128 -r 3 --f16-as-bf16 2>/dev/null | grep -E '^(prefill|decode)  '
+"$LUMEN" bench -m "$DIR/tinyllama-f16.gguf" -t 2 -p 512 -n 128 -r 3 --f16-as-bf16 2>/dev/null | grep -E '^\| [a-z]'
 echo "== tinyllama-q8_0 through the engine: --batch 1,4,16,32 -p 128 -n 64"
 "$LUMEN" bench -m "$DIR/tinyllama-q8_0.gguf" -t 2 --batch 1,4,16,32 -p 128 -n 64 2>/dev/null | tail -n +5
 echo "== tinyllama-q8_0: TTFT with 1024 prompt tokens cached"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace lumen {
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// Memory the input asked for (a batch size, a context) that this machine cannot give: the
+// boundary names the option to lower and both figures.
+class OutOfMemoryError : public Error {
+ public:
+  OutOfMemoryError(const std::string& what, size_t bytes_needed) : Error(what), bytes_needed(bytes_needed) {}
+  size_t bytes_needed;
 };
 
 template <class... Args>

@@ -1,10 +1,14 @@
-// `lumen bench`'s measured phases, on one sequence from an empty KV cache:
-//   prefill (pp): one prompt of n_prompt tokens (BOS, then random in-vocabulary ids from a fixed
-//                 seed) evaluated in batches of the model's n_batch, logits for the last token;
+// `lumen bench`'s measured phases, on one sequence:
+//   depth (d):    n_depth context tokens (BOS, then random in-vocabulary ids from a fixed seed)
+//                 evaluated once, untimed, before the repetitions, as llama-bench's -d;
+//   prefill (pp): n_prompt more such tokens from position n_depth, evaluated in batches of the
+//                 model's n_batch, logits for the last token;
 //   TTFT:         prefill time plus picking the first token (argmax of those logits);
-//   decode (tg):  n_gen single-token forward passes after the prompt, each fed the argmax of the
-//                 previous logits; one inter-token latency (ITL) per step (forward + argmax).
-// Each repetition starts from a cleared cache; one untimed warm-up of a few tokens comes first.
+//   decode (tg):  n_gen single-token forward passes after the depth and the prompt, each fed the
+//                 argmax of the previous logits (the first, with no prompt, one more random id);
+//                 one inter-token latency (ITL) per step (forward + argmax).
+// llama-bench measures pp and tg as separate tests (n_gen 0, or n_prompt 0); both may be given.
+// Each repetition rewinds the cache to the depth; one untimed warm-up of a few tokens comes first.
 // Results are per repetition plus medians over repetitions (ITL percentiles are taken within a
 // repetition, then the median over repetitions is reported).
 #pragma once
@@ -24,6 +28,7 @@ class Model;
 struct BenchOptions {
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
+  int64_t n_depth = 0;              // context tokens before the measured phases
   int n_reps = 3;
   int64_t n_warmup_tokens = 4;      // prompt tokens of the untimed warm-up (plus one decode step)
   uint64_t seed = 0x6c756d656eULL;  // prompt ids
@@ -35,7 +40,7 @@ struct BenchOptions {
 struct BenchRep;
 
 struct BenchPhase {
-  std::string phase;  // "warm-up", "prefill", "decode", or "done" (result set) after each rep
+  std::string phase;  // "warm-up", "depth", "prefill", "decode", or "done" (result set) after each rep
   int rep = 0;        // 1-based; 0 for the warm-up
   int n_reps = 0;
   int64_t done = 0;   // tokens done in this phase so far
@@ -70,8 +75,8 @@ struct BenchResult {
 std::vector<int32_t> bench_prompt(int64_t n_tokens, int64_t n_vocab, int32_t bos, uint64_t seed);
 
 // Runs the phases; on_progress (optional) is called at each phase start and every few decode
-// steps. Throws Error for invalid options (n_prompt < 1, n_gen < 0, n_reps < 1) or a context
-// the model cannot hold.
+// steps. Throws Error for invalid options (a negative count, nothing to measure, n_reps < 1)
+// or a context the model cannot hold.
 BenchResult run_benchmark(Model& model, const BenchOptions& options,
                           const std::function<void(const BenchPhase&)>& on_progress = {});
 

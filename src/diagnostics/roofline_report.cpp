@@ -149,9 +149,10 @@ RooflineReport analyze_roofline(const ModelCost& cost, const BenchShape& shape, 
       static_cast<double>(cost.n_layer * cost.n_head_kv * (cost.head_dim_k + cost.head_dim_v)) * cost.kv_elem_bytes;
   const double p = static_cast<double>(shape.n_prompt);
   const double n = static_cast<double>(shape.n_gen);
+  const double dep = static_cast<double>(shape.n_depth);
 
-  // Decode step i (position p + i) attends over p + i + 1 positions: mean p + (n + 1) / 2.
-  r.decode_mean_ctx = n > 0 ? p + (n + 1) / 2 : 0.0;
+  // Decode step i (position d + p + i) attends over d + p + i + 1 positions: mean d + p + (n + 1) / 2.
+  r.decode_mean_ctx = n > 0 ? dep + p + (n + 1) / 2 : 0.0;
   r.decode_kv_bytes_per_token = kv_per_pos * r.decode_mean_ctx;
   PhasePoint& d = r.decode;
   d.name = "decode";
@@ -163,10 +164,10 @@ RooflineReport analyze_roofline(const ModelCost& cost, const BenchShape& shape, 
 
   PhasePoint& f = r.prefill;
   f.name = "prefill";
-  r.prefill_attn_flops = attn_per_pos * p * p / 2;
-  f.flops = 2.0 * cost.matmul_params * p + 2.0 * cost.output_params + r.prefill_attn_flops;
+  r.prefill_attn_flops = attn_per_pos * p * (dep + p / 2);
+  f.flops = p > 0 ? 2.0 * cost.matmul_params * p + 2.0 * cost.output_params + r.prefill_attn_flops : 0.0;
   const double n_batches = std::ceil(p / static_cast<double>(std::max<int64_t>(shape.n_batch, 1)));
-  f.bytes = cost.weight_bytes_per_token * n_batches + kv_per_pos * p;
+  f.bytes = (cost.weight_bytes_per_token + kv_per_pos * dep) * n_batches + kv_per_pos * p;
   const double prefill_s = prefill_tok_s > 0 ? p / prefill_tok_s : 0.0;
   f.gflop_s = prefill_s > 0 ? f.flops / prefill_s / 1e9 : 0.0;
   f.gb_s = prefill_s > 0 ? f.bytes / prefill_s / 1e9 : 0.0;

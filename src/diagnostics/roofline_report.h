@@ -11,8 +11,9 @@
 //   decode FLOPs/token  = 2 x matmul parameters + attention 2 x 2 x n_layer x n_head x head_dim x ctx;
 //   prefill FLOPs       = 2 x matmul parameters x tokens (the output matrix only for the last
 //                         token: logits are computed for it alone) + attention
-//                         2 x 2 x n_layer x n_head x head_dim x p^2 / 2;
-//   prefill bytes       = weight bytes once per batch of n_batch tokens (for its intensity).
+//                         2 x 2 x n_layer x n_head x head_dim x p x (d + p / 2) after a depth d;
+//   prefill bytes       = weight bytes and the depth's KV once per batch of n_batch tokens,
+//                         plus the prompt's KV written (for its intensity).
 // The compute ceiling of prefill is the int8 (VNNI) peak for weights whose dot products are
 // integer (legacy and K-quants, through 8-bit activations), BF16 for BF16 weights and for F16
 // computed as BF16 (estimated as 2x FP32 where the CPU has AVX-512 BF16, since the roofline does
@@ -87,10 +88,13 @@ struct RooflineReport {
   PhasePoint prefill;
 };
 
+// What was measured (diagnostics/benchmark.h): a prompt of n_prompt tokens after n_depth
+// context tokens, and n_gen decode steps after both.
 struct BenchShape {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
   int64_t n_batch = 512;
+  int64_t n_depth = 0;
 };
 
 // Roofline analysis of measured speeds; a zero speed (e.g. n_gen 0) gives zero rates.

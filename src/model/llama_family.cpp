@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -63,15 +64,6 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
   const int64_t nb = options_.n_batch;
-  x_.resize(nb * c.n_embd);
-  xn_.resize(nb * c.n_embd);
-  q_.resize(nb * c.q_dim());
-  k_.resize(nb * c.kv_dim_k());
-  v_.resize(nb * c.kv_dim_v());
-  attn_.resize(nb * c.q_dim());
-  gate_.resize(nb * c.n_ff);
-  up_.resize(nb * c.n_ff);
-  out_rows_.resize(nb * c.n_embd);
   // Choose each matrix's kernel for this CPU and repack its weights, once.
   const Isa isa = active_isa();
   const MatmulKernel* f16_kernel = nullptr;
@@ -95,7 +87,24 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
     scratch = std::max({scratch, matmul_multi_scratch_size(qkv, 3, nb), matmul_multi_scratch_size(gate_up, 2, nb),
                         matmul_scratch_size(L.wo, nb), matmul_scratch_size(L.w_down, nb)});
   }
-  scratch_.resize(scratch);
+  // The activations of n_batch tokens: the one allocation that grows with the batch size.
+  const size_t floats = static_cast<size_t>(nb) * static_cast<size_t>(4 * c.n_embd + 2 * c.q_dim() + c.kv_dim_k() +
+                                                                       c.kv_dim_v() + 2 * c.n_ff);
+  try {
+    x_.resize(nb * c.n_embd);
+    xn_.resize(nb * c.n_embd);
+    q_.resize(nb * c.q_dim());
+    k_.resize(nb * c.kv_dim_k());
+    v_.resize(nb * c.kv_dim_v());
+    attn_.resize(nb * c.q_dim());
+    gate_.resize(nb * c.n_ff);
+    up_.resize(nb * c.n_ff);
+    out_rows_.resize(nb * c.n_embd);
+    scratch_.resize(scratch);
+  } catch (const std::bad_alloc&) {
+    const size_t need = floats * sizeof(float) + scratch;
+    throw OutOfMemoryError(fmt::format("the forward pass over batches of {} tokens needs {} bytes of buffers", nb, need), need);
+  }
 }
 
 void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) {

@@ -3,6 +3,8 @@
 // cache file the test writes first (in its own $XDG_CACHE_HOME), so no 1 GiB measurement runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +38,11 @@ class BenchCli : public testing::Test {
     m.fp32_gflops = 200.0;
     m.int8_gops = m.isa == Isa::Avx512 ? 800.0 : 0.0;
     write_roofline_cache(roofline_cache_path(), m);
-    model_ = "-m " + test::shared_path("models/stories260K.gguf") + " -t 1";
+    m.n_threads = 2;  // for -t 1,2: told apart by their bandwidth
+    m.dram_read_gbps = 90.0;
+    write_roofline_cache(roofline_cache_path(), m);
+    model_path_ = "-m " + test::shared_path("models/stories260K.gguf");
+    model_ = model_path_ + " -t 1";
   }
   void TearDown() override {
     unsetenv("XDG_CACHE_HOME");
@@ -44,58 +50,92 @@ class BenchCli : public testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ec);
   }
   fs::path dir_;
+  std::string model_path_;
   std::string model_;
 };
 
+// `-o json` (or --json): an array, one object per test with llama-bench's fields.
 TEST_F(BenchCli, JsonHasEveryFigure) {
   auto r = test::run_cli("bench " + model_ + " -p 32 -n 8 -r 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(r.out);
-  for (const char* key : {"prefill_tok_s", "decode_tok_s", "ttft_ms", "itl_ms_p50", "itl_ms_p99", "decode_gb_s",
-                          "decode_roofline_frac", "prefill_gflop_s", "prefill_ms", "decode_ms",
-                          "decode_bytes_per_token", "prefill_flops"}) {
-    ASSERT_TRUE(j.contains(key)) << key << " missing: " << r.out;
-    EXPECT_GT(j[key].get<double>(), 0.0) << key;
+  const json rows = json::parse(r.out);
+  ASSERT_TRUE(rows.is_array());
+  ASSERT_EQ(rows.size(), 2u);
+  const json& pp = rows[0];
+  const json& tg = rows[1];
+  EXPECT_EQ(pp["test"], "pp32");
+  EXPECT_EQ(tg["test"], "tg8");
+  for (const json& j : rows) {
+    EXPECT_NE(j["model_filename"].get<std::string>().find("stories260K.gguf"), std::string::npos);
+    EXPECT_EQ(j["model_type"].get<std::string>().rfind("llama ", 0), 0u) << j["model_type"];
+    EXPECT_GT(j["model_size"].get<uint64_t>(), 0u);
+    EXPECT_GT(j["model_n_params"].get<uint64_t>(), 0u);
+    EXPECT_EQ(j["backends"], "CPU");
+    EXPECT_EQ(j["n_threads"], 1);
+    EXPECT_EQ(j["n_depth"], 0);
+    EXPECT_EQ(j["reps"], 1);
+    EXPECT_EQ(j["isa"], isa_name(active_isa()));
+    EXPECT_EQ(j["type_k"], "f16");  // the default, as llama-bench (and its spelling)
+    EXPECT_EQ(j["type_v"], "f16");
+    EXPECT_EQ(j["kv_type"], "F16");
+    EXPECT_EQ(j["type_mix"]["F32"]["tensors"].get<int>(), 48);  // stories260K: all F32
+    EXPECT_DOUBLE_EQ(j["ceilings"]["dram_read_gb_s"].get<double>(), 50.0);
+    EXPECT_TRUE(j["ceilings"]["from_cache"].get<bool>());
+    ASSERT_EQ(j["samples_ts"].size(), 1u);
+    ASSERT_EQ(j["samples_ns"].size(), 1u);
+    EXPECT_GT(j["avg_ts"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(j["avg_ts"].get<double>(), j["samples_ts"][0].get<double>());
+    EXPECT_EQ(j["stddev_ts"].get<double>(), 0.0);  // one repetition
+    EXPECT_EQ(j["avg_ns"], j["samples_ns"][0]);
+    EXPECT_EQ(j["test_time"].get<std::string>().size(), 20u);  // 2026-12-03T10:00:00Z
   }
-  EXPECT_EQ(j["threads"], 1);
-  EXPECT_EQ(j["reps"], 1);
-  EXPECT_EQ(j["n_prompt"], 32);
-  EXPECT_EQ(j["n_gen"], 8);
-  EXPECT_EQ(j["isa"], isa_name(active_isa()));
-  EXPECT_EQ(j["type_mix"]["F32"]["tensors"].get<int>(), 48);  // stories260K: all F32
-  EXPECT_DOUBLE_EQ(j["ceilings"]["dram_read_gb_s"].get<double>(), 50.0);
-  EXPECT_TRUE(j["ceilings"]["from_cache"].get<bool>());
-  EXPECT_NEAR(j["decode_roofline_frac"].get<double>(), j["decode_gb_s"].get<double>() / 50.0, 1e-9);
-  EXPECT_EQ(j["prefill_compute"], "fp32");  // F32 weights
-  EXPECT_EQ(j["kv_type"], "F16");            // the default, as llama-bench
-  EXPECT_EQ(j["kv_type_k"], "F16");
-  EXPECT_EQ(j["kv_type_v"], "F16");
-  EXPECT_LE(j["itl_ms_p50"].get<double>(), j["itl_ms_p99"].get<double>());
-  EXPECT_GE(j["ttft_ms"].get<double>(), j["prefill_ms"].get<double>());
-  ASSERT_EQ(j["per_rep"].size(), 1u);
-  EXPECT_EQ(j["per_rep"][0]["decode_tok_s"], j["decode_tok_s"]);
-  EXPECT_EQ(j["verdict"]["decode"].get<std::string>().rfind("decode: ", 0), 0u);
-  EXPECT_EQ(j["verdict"]["prefill"].get<std::string>().rfind("prefill: ", 0), 0u);
-  // Progress went to stderr, not into the JSON.
-  EXPECT_NE(r.err.find("rep 1/1"), std::string::npos) << r.err;
+  EXPECT_EQ(pp["n_prompt"], 32);
+  EXPECT_EQ(pp["n_gen"], 0);
+  EXPECT_EQ(tg["n_prompt"], 0);
+  EXPECT_EQ(tg["n_gen"], 8);
+  EXPECT_EQ(pp["compute_kind"], "fp32");  // F32 weights
+  EXPECT_GE(pp["ttft_ms"].get<double>(), pp["prefill_ms"].get<double>());
+  EXPECT_NEAR(pp["samples_ns"][0].get<double>() / 1e6, pp["prefill_ms"].get<double>(), 1e-3);
+  EXPECT_LE(tg["itl_ms_p50"].get<double>(), tg["itl_ms_p99"].get<double>());
+  EXPECT_EQ(tg["bound"], "bandwidth");
+  EXPECT_EQ(tg["ceiling"], "DRAM");
+  EXPECT_NEAR(tg["roofline_frac"].get<double>(), tg["gb_s"].get<double>() / 50.0, 1e-9);
+  EXPECT_DOUBLE_EQ(tg["mean_ctx"].get<double>(), 9 / 2.0);  // decode from an empty context
+  EXPECT_EQ(tg["verdict"].get<std::string>().rfind("decode: ", 0), 0u);
+  EXPECT_EQ(pp["verdict"].get<std::string>().rfind("prefill: ", 0), 0u);
 }
 
-TEST_F(BenchCli, MediansOverRepetitions) {
-  auto r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 3 --json");
+TEST_F(BenchCli, MeanStddevAndMedianOverRepetitions) {
+  auto r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 3 -o jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json j = json::parse(r.out);
-  ASSERT_EQ(j["per_rep"].size(), 3u);
-  std::vector<double> v;
-  for (const auto& rep : j["per_rep"]) v.push_back(rep["decode_tok_s"].get<double>());
-  std::sort(v.begin(), v.end());
-  EXPECT_DOUBLE_EQ(j["decode_tok_s"].get<double>(), v[1]);
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const json j = json::parse(line);
+    n++;
+    ASSERT_EQ(j["per_rep"].size(), 3u);
+    std::vector<double> v;
+    for (const auto& x : j["samples_ts"]) v.push_back(x.get<double>());
+    ASSERT_EQ(v.size(), 3u);
+    const double mean = (v[0] + v[1] + v[2]) / 3;
+    double ss = 0;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    EXPECT_NEAR(j["avg_ts"].get<double>(), mean, 1e-9 * mean);
+    EXPECT_NEAR(j["stddev_ts"].get<double>(), std::sqrt(ss / 2), 1e-9 * mean);
+    std::sort(v.begin(), v.end());
+    EXPECT_DOUBLE_EQ(j["median_ts"].get<double>(), v[1]);
+  }
+  EXPECT_EQ(n, 2);
 }
 
-TEST_F(BenchCli, TextReportAndPlot) {
+TEST_F(BenchCli, MarkdownTableAndPlot) {
   const std::string svg = (dir_ / "roofline.svg").string();
-  auto r = test::run_cli("bench " + model_ + " -p 32 -n 8 -r 1 --plot " + svg);
+  auto r = test::run_cli("bench " + model_ + " -p 32 -n 8 -r 2 --plot " + svg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"prefill", "decode", "TTFT", "ITL p50", "verdict", "decode: ", "prefill: ", "GB/s", "GFLOP/s"})
+  for (const char* s : {"| model | size | params | backend | threads | test | t/s |", "| pp32 |", "| tg8 |", " ± ",
+                        "TTFT", "ITL", "verdict   pp32 -t 1", "decode: ", "prefill: ", "GB/s", "GFLOP/s",
+                        "machine   -t 1: DRAM read 50.0 GB/s", "| CPU | 1 |"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
   ASSERT_TRUE(fs::exists(svg));
   EXPECT_FALSE(fs::exists(svg + ".tmp"));
@@ -116,38 +156,82 @@ TEST_F(BenchCli, TextReportAndPlot) {
   }
 }
 
+// llama-bench's lists: a pp test per -p and a tg test per -n, for each -d and -t, in that order.
+TEST_F(BenchCli, ListsOfPromptsGensDepthsAndThreads) {
+  auto r = test::run_cli("bench " + model_path_ + " -t 1,2 -p 8,16 -n 4 -d 0,8 -r 1 -o jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<json> rows;
+  while (std::getline(lines, line)) rows.push_back(json::parse(line));
+  const std::vector<std::string> tests = {"pp8", "pp16", "tg4", "pp8 @ d8", "pp16 @ d8", "tg4 @ d8"};
+  ASSERT_EQ(rows.size(), 2 * tests.size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    const json& j = rows[i];
+    EXPECT_EQ(j["test"], tests[i % tests.size()]);
+    EXPECT_EQ(j["n_threads"], i < tests.size() ? 1 : 2);
+    EXPECT_DOUBLE_EQ(j["ceilings"]["dram_read_gb_s"].get<double>(), i < tests.size() ? 50.0 : 90.0);
+    EXPECT_GT(j["avg_ts"].get<double>(), 0.0);
+    const int64_t d = j["n_depth"].get<int64_t>();
+    EXPECT_EQ(d, i % tests.size() < 3 ? 0 : 8);
+    if (j["n_gen"] == 4) {
+      EXPECT_DOUBLE_EQ(j["mean_ctx"].get<double>(), d + 5 / 2.0);
+    }
+  }
+  // The markdown table names the depth as llama-bench does; CSV has a header and a line per test.
+  r = test::run_cli("bench " + model_ + " -p 8 -n 0 -d 8 -r 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| pp8 @ d8 |"), std::string::npos) << r.out;
+  r = test::run_cli("bench " + model_ + " -p 8 -n 4 -r 1 -o csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream csv(r.out);
+  std::vector<std::string> csv_lines;
+  while (std::getline(csv, line)) csv_lines.push_back(line);
+  ASSERT_EQ(csv_lines.size(), 3u) << r.out;
+  EXPECT_EQ(csv_lines[0].rfind("cpu_info,backends,model_filename,model_type,model_size,model_n_params,n_batch,n_threads,"
+                               "type_k,type_v,n_prompt,n_gen,n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts,",
+                               0),
+            0u)
+      << csv_lines[0];
+  EXPECT_NE(csv_lines[1].find(",pp8,"), std::string::npos) << csv_lines[1];
+  EXPECT_NE(csv_lines[2].find(",tg4,"), std::string::npos) << csv_lines[2];
+}
+
 TEST_F(BenchCli, DecodeCanBeSkipped) {
   auto r = test::run_cli("bench " + model_ + " -p 8 -n 0 -r 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_GT(j["prefill_tok_s"].get<double>(), 0.0);
-  EXPECT_EQ(j["decode_tok_s"].get<double>(), 0.0);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["test"], "pp8");
+  EXPECT_GT(j[0]["avg_ts"].get<double>(), 0.0);
 }
 
 TEST_F(BenchCli, KvTypeOption) {
   auto r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type f32 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["kv_type"], "F32");
+  EXPECT_EQ(json::parse(r.out)[0]["kv_type"], "F32");
+  EXPECT_EQ(json::parse(r.out)[0]["type_k"], "f32");
   r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type q8");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--kv-type"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("q4_0"), std::string::npos) << r.err;  // the choices are listed
   EXPECT_EQ(r.out, "");
   // K and V apart (any case); a specific flag wins over --kv-type.
-  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type-k q8_0 --kv-type-v Q4_0 --json");
+  r = test::run_cli("bench " + model_ + " -p 8 -n 2 -d 4 -r 1 --kv-type-k q8_0 --kv-type-v Q4_0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  json j = json::parse(r.out);
+  json j = json::parse(r.out)[1];
   EXPECT_EQ(j["kv_type"], "Q8_0/Q4_0");
-  EXPECT_EQ(j["kv_type_k"], "Q8_0");
-  EXPECT_EQ(j["kv_type_v"], "Q4_0");
+  EXPECT_EQ(j["type_k"], "q8_0");
+  EXPECT_EQ(j["type_v"], "q4_0");
   // stories260K: 5 layers x 4 KV heads of 8: each head's slice is one (padded) 34-byte K block
-  // and one 18-byte V block.
-  EXPECT_DOUBLE_EQ(j["decode_kv_bytes_per_token"].get<double>(), 5 * 4 * (34 + 18) * j["decode_mean_ctx"].get<double>());
+  // and one 18-byte V block; tg2 after 4 tokens reads 4 + 3/2 positions on average.
+  EXPECT_DOUBLE_EQ(j["mean_ctx"].get<double>(), 4 + 3 / 2.0);
+  EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 5 * 4 * (34 + 18) * j["mean_ctx"].get<double>());
   r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type bf16 --kv-type-v q8_0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  j = json::parse(r.out);
-  EXPECT_EQ(j["kv_type_k"], "BF16");
-  EXPECT_EQ(j["kv_type_v"], "Q8_0");
+  j = json::parse(r.out)[0];
+  EXPECT_EQ(j["type_k"], "bf16");
+  EXPECT_EQ(j["type_v"], "q8_0");
   r = test::run_cli("bench " + model_ + " -p 8 -n 2 -r 1 --kv-type-v q5_0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--kv-type-v 'q5_0'"), std::string::npos) << r.err;
@@ -218,10 +302,13 @@ TEST_F(BenchCli, SpeculativeDecodingSideBySide) {
 }
 
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {
-  for (const char* args : {" -p 0", " -n -1", " -r 0"}) {
+  for (const char* args : {" -p 0 -n 0", " -n -1", " -p 8,-1", " -d -4", " -r 0", " -o xml", " --json -o csv",
+                           " -p 8,16 --plot x.svg", " --batch 1,2 -p 8,16", " --batch 2 -d 8", " --batch 2 -o csv",
+                           " --verify-cost -t 1,2"}) {
     auto r = test::run_cli("bench " + model_ + args);
-    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("lumen: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("measuring"), std::string::npos) << args << ": checked before the work: " << r.err;
     EXPECT_EQ(r.out, "");
   }
   auto r = test::run_cli("bench -m /nonexistent/model.gguf -t 1 -p 8 -n 2 -r 1");

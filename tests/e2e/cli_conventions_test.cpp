@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -185,6 +186,20 @@ TEST_F(CliConventions, UsageErrorsAreOneLineExitTwoInTheUsersWords) {
   EXPECT_EQ(too_long.exit_code, 1) << too_long.err;
   EXPECT_EQ(too_long.out, "");
   EXPECT_TRUE(one_line(too_long.err)) << too_long.err;
+}
+
+// Memory asked for and not there: the flag to lower, the bytes needed and the bytes available.
+TEST_F(CliConventions, ABatchTooLargeForMemorySaysHowMuch) {
+  // ASan refuses allocations this size outright (allocation-size-too-big) instead of failing them.
+  if (std::getenv("LUMEN_SANITIZED")) GTEST_SKIP() << "ASan aborts on allocations this large";
+  auto r = test::run_cli("run " + model_ + " -b 100000000000 -n 1 -p Once");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("-b/--batch-size 100000000000"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bytes of buffers"), std::string::npos) << r.err;  // needed
+  EXPECT_NE(r.err.find("bytes are available"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(CliConventions, TokenizeTakesPromptFileAndStdin) {

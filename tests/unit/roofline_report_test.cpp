@@ -155,6 +155,21 @@ TEST(RooflineReport, PrefillIsComputeBoundAgainstTheInt8Peak) {
   EXPECT_LT(r64.prefill.intensity, r.prefill.intensity / 7);
 }
 
+TEST(RooflineReport, DepthAddsContextToBothPhases) {
+  const ModelCost c = tinyllama_cost();
+  // llama-bench's "tg128 @ d4096": no prompt, decode after 4096 context tokens.
+  const RooflineReport tg = analyze_roofline(c, {0, 128, 512, 4096}, 0.0, 40.0, machine());
+  EXPECT_DOUBLE_EQ(tg.decode_mean_ctx, 4096 + 129 / 2.0);
+  EXPECT_DOUBLE_EQ(tg.decode_kv_bytes_per_token, 2.0 * 22 * 4 * 64 * 4 * tg.decode_mean_ctx);
+  EXPECT_EQ(tg.prefill.flops, 0.0);
+  // "pp512 @ d512": each prompt token attends over the depth and the prompt before it.
+  const RooflineReport pp = analyze_roofline(c, {512, 0, 512, 512}, 250.0, 0.0, machine());
+  EXPECT_DOUBLE_EQ(pp.prefill_attn_flops, 2.0 * 2 * 22 * 32 * 64 * 512.0 * (512 + 512 / 2.0));
+  EXPECT_EQ(pp.decode_mean_ctx, 0.0);
+  const RooflineReport pp0 = analyze_roofline(c, {512, 0, 512, 0}, 250.0, 0.0, machine());
+  EXPECT_NEAR(pp.prefill.bytes - pp0.prefill.bytes, 2.0 * 22 * 4 * 64 * 4 * 512, 1.0);  // the depth's KV, read once
+}
+
 TEST(RooflineReport, ComputeCeilingFollowsTheWeightTypes) {
   ModelCost c = tinyllama_cost();
   c.compute_kind = "bf16";

@@ -1,6 +1,6 @@
-// `lumen bench`: prefill and decode speed, TTFT and inter-token latency (medians over
-// repetitions; diagnostics/benchmark.h says what is timed), judged against the machine's roofline
-// (diagnostics/roofline_report.h), as text, JSON, and optionally an SVG roofline chart.
+// `lumen bench`: its options, their checks (all before any measuring), the machine's roofline
+// for each -t, then either llama-bench's pp/tg tests (bench_tests.cpp) or one of the engine
+// measurements here: --batch, --cached-prefix, speculative decoding, --verify-cost.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench_args.h"
 #include "commands.h"
 #include "core/error.h"
 #include "diagnostics/batch_benchmark.h"
@@ -28,77 +29,6 @@
 namespace lumen::cli {
 
 namespace {
-
-struct BenchArgs {
-  ModelArgs model;
-  int64_t n_prompt = 512;
-  int64_t n_gen = 128;
-  int n_reps = 3;
-  bool json = false;
-  bool remeasure = false;
-  std::string plot;
-  std::vector<int64_t> batches;  // --batch: through the engine, this many sequences at once
-  int64_t cached_prefix = 0;     // --cached-prefix: TTFT with this many prompt tokens cached
-  std::string prompt;            // --prompt: the text speculative decoding continues
-  bool verify_cost = false;      // --verify-cost: a pass over k + 1 tokens against a 1-token step
-  EngineArgs engine;
-};
-
-// Progress on stderr: one self-overwriting line on a terminal, a line per phase otherwise.
-class Progress {
- public:
-  Progress() : tty_(isatty(fileno(stderr)) != 0) {}
-  void phase(const BenchPhase& p) {
-    if (p.result != nullptr) {
-      line(fmt::format("rep {}/{}: prefill {:.1f} tok/s, decode {:.1f} tok/s", p.rep, p.n_reps, p.result->prefill_tok_s,
-                       p.result->decode_tok_s));
-      return;
-    }
-    std::string what = p.phase == "warm-up" ? "warm-up" : fmt::format("rep {}/{}: {}", p.rep, p.n_reps, p.phase);
-    if (tty_) {
-      fmt::print(stderr, "\r\x1b[Kbench: {} {}/{} tokens", what, p.done, p.total);
-      std::fflush(stderr);
-    } else if (p.done == 0) {
-      fmt::print(stderr, "bench: {} ({} tokens)\n", what, p.total);
-    }
-  }
-  void line(const std::string& s) {
-    if (tty_) fmt::print(stderr, "\r\x1b[K");
-    fmt::print(stderr, "bench: {}\n", s);
-  }
-  void done() {
-    if (tty_) fmt::print(stderr, "\r\x1b[K");
-    std::fflush(stderr);
-  }
-
- private:
-  bool tty_;
-};
-
-void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("{}: cannot write the plot", path);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail("{}: cannot write the plot", path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail("{}: cannot write the plot: {}", path, ec.message());
-  }
-}
-
-std::string name_of(const GgufFile& f, const std::string& path) {
-  if (auto n = f.get_string("general.name"); n && !n->empty()) return std::string(*n);
-  return std::filesystem::path(path).filename().string();
-}
 
 nlohmann::json ceilings_json(const RooflineMeasurement& machine) {
   return {{"dram_read_gb_s", machine.dram_read_gbps},
@@ -215,24 +145,70 @@ void run_engine_bench(const BenchArgs& a, LoadedModel& m, const RooflineMeasurem
 void run_verify_cost(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads);
 void run_speculative_bench(const BenchArgs& a, LoadedModel& m, const std::string& path, int n_threads);
 
-void run_bench(const BenchArgs& a) {
-  if (a.n_prompt < 1) usage_fail("-p/--n-prompt must be at least 1");
-  if (a.n_gen < 0) usage_fail("-n/--n-gen must not be negative");
+std::string list_str(const std::vector<int64_t>& v) {
+  std::string o;
+  for (int64_t x : v) o += (o.empty() ? "" : ",") + std::to_string(x);
+  return o;
+}
+
+// Every check before any measuring: a mistake must not cost minutes first.
+void check_bench_args(BenchArgs& a) {
   if (a.n_reps < 1) usage_fail("-r/--repetitions must be at least 1");
   if (a.cached_prefix < 0) usage_fail("--cached-prefix must be at least 1 token, got {}", a.cached_prefix);
-  for (int64_t b : a.batches)
-    if (b < 1) usage_fail("--batch sizes must be at least 1, got {}", b);
-  const int n_threads =
-      a.model.n_threads > 0 ? a.model.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  Progress progress;
-  const std::string path = a.model.resolved_model_path();
-  if (!std::filesystem::exists(path)) fail("{}: no such model file (give one with -m or $LUMEN_MODEL)", path);
-  // Every context bench uses is sized from -p and -n (and the engine's needs); a -c that changes
-  // nothing must not pass as if it did.
+  for (int64_t p : a.n_prompts)
+    if (p < 0) usage_fail("-p/--n-prompt must not be negative, got {}", p);
+  for (int64_t n : a.n_gens)
+    if (n < 0) usage_fail("-n/--n-gen must not be negative, got {}", n);
+  for (int64_t d : a.n_depths)
+    if (d < 0) usage_fail("-d/--n-depth must not be negative, got {}", d);
+  for (int t : a.threads)
+    if (t < 0) usage_fail("-t/--threads must not be negative, got {}", t);
+  if (a.threads.empty()) a.threads.push_back(0);
+  for (int& t : a.threads)
+    if (t == 0) t = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+
+  if (!a.output.empty()) {
+    const auto f = parse_bench_format(a.output);
+    if (!f) usage_fail("-o/--output must be md, csv, json or jsonl, got '{}'", a.output);
+    if (a.json && *f != BenchFormat::Json) usage_fail("--json and -o {} ask for two formats: give one", a.output);
+    a.format = *f;
+  } else if (a.json) {
+    a.format = BenchFormat::Json;
+  }
+  a.json = a.format == BenchFormat::Json || a.format == BenchFormat::Jsonl;
+  // Every context bench uses is sized from -p, -n and -d (and the engine's needs); a -c that
+  // changes nothing must not pass as if it did.
   if (a.model.n_ctx != 0)
-    usage_fail("bench: -c/--ctx-size has no effect: each measurement's context is what -p and -n need (here {})",
-               a.n_prompt + a.n_gen);
+    usage_fail("bench: -c/--ctx-size has no effect: each measurement's context is what -d, -p and -n need");
+
+  const char* engine_mode = !a.batches.empty()                                     ? "--batch"
+                            : a.cached_prefix > 0                                  ? "--cached-prefix"
+                            : a.verify_cost                                        ? "--verify-cost"
+                            : !a.engine.draft_model.empty()                        ? "--draft-model"
+                            : a.engine.spec_ngram > 0                              ? "--spec-ngram"
+                                                                                   : nullptr;
+  if (engine_mode != nullptr) {
+    if (a.n_prompts.size() != 1) usage_fail("{} takes one -p value, got {}", engine_mode, list_str(a.n_prompts));
+    if (a.n_gens.size() != 1) usage_fail("{} takes one -n value, got {}", engine_mode, list_str(a.n_gens));
+    if (a.threads.size() != 1) usage_fail("{} takes one -t value", engine_mode);
+    if (a.n_depths != std::vector<int64_t>{0}) usage_fail("-d/--n-depth is for the pp/tg tests, not {}", engine_mode);
+    if (a.format == BenchFormat::Csv) usage_fail("-o csv is for the pp/tg tests; {} prints text or JSON", engine_mode);
+    if (!a.plot.empty()) usage_fail("--plot is for the pp/tg tests, not {}", engine_mode);
+    a.n_prompt = a.n_prompts[0];
+    a.n_gen = a.n_gens[0];
+    if (a.n_prompt < 1) usage_fail("-p/--n-prompt must be at least 1 with {}", engine_mode);
+    return;
+  }
+  bool any = false;
+  for (int64_t p : a.n_prompts) any = any || p > 0;
+  for (int64_t n : a.n_gens) any = any || n > 0;
+  if (!any) usage_fail("nothing to measure: every -p and -n value is 0");
   if (!a.plot.empty()) {
+    int n_pp = 0, n_tg = 0;
+    for (int64_t p : a.n_prompts) n_pp += p > 0;
+    for (int64_t n : a.n_gens) n_tg += n > 0;
+    if (n_pp > 1 || n_tg > 1 || a.threads.size() != 1 || a.n_depths.size() != 1)
+      usage_fail("--plot draws one pp and one tg test: give one value each of -p, -n, -t and -d");
     // Fail now, not after minutes of measuring, when the plot cannot be written.
     if (std::filesystem::is_directory(a.plot)) fail("--plot {}: is a directory (give the SVG file's name)", a.plot);
     std::ofstream probe(a.plot + ".tmp", std::ios::binary | std::ios::trunc);
@@ -240,173 +216,64 @@ void run_bench(const BenchArgs& a) {
     probe.close();
     std::remove((a.plot + ".tmp").c_str());
   }
+}
+
+void run_bench(BenchArgs a) {
+  check_bench_args(a);
+  BenchProgress progress;
+  const std::string path = a.model.resolved_model_path();
+  if (!std::filesystem::exists(path)) fail("{}: no such model file (give one with -m or $LUMEN_MODEL)", path);
 
   // The machine's ceilings first, before the model takes memory (cached after the first run).
   const Isa isa = active_isa();
-  {
+  std::vector<RooflineMeasurement> machines;
+  for (int n_threads : a.threads) {
     bool cached = false;
     try {
       cached = read_roofline_cache(roofline_cache_path(), cpu_features().brand, n_threads, isa).has_value();
     } catch (const Error&) {
     }
-    if (!cached && !a.remeasure) progress.line(fmt::format("measuring this machine's roofline for {} threads (once; cached)", n_threads));
-  }
-  RooflineMeasurement machine;
-  if (a.remeasure) {
-    progress.line(fmt::format("measuring this machine's roofline for {} threads", n_threads));
-    machine = measure_roofline(n_threads);
-    try {
-      write_roofline_cache(roofline_cache_path(), machine);
-    } catch (const Error& e) {
-      machine.cache_error = e.what();
+    RooflineMeasurement machine;
+    if (a.remeasure) {
+      progress.line(fmt::format("measuring this machine's roofline for {} threads", n_threads));
+      machine = measure_roofline(n_threads);
+      try {
+        write_roofline_cache(roofline_cache_path(), machine);
+      } catch (const Error& e) {
+        machine.cache_error = e.what();
+      }
+    } else {
+      if (!cached) progress.line(fmt::format("measuring this machine's roofline for {} threads (once; cached)", n_threads));
+      machine = load_or_measure_roofline(n_threads);
     }
-  } else {
-    machine = load_or_measure_roofline(n_threads);
+    if (!machine.cache_error.empty()) progress.line("roofline cache not written: " + machine.cache_error);
+    machines.push_back(machine);
   }
-  if (!machine.cache_error.empty()) progress.line("roofline cache not written: " + machine.cache_error);
 
+  if (a.batches.empty() && a.cached_prefix == 0 && !a.verify_cost && a.engine.draft_model.empty() &&
+      a.engine.spec_ngram == 0) {
+    run_bench_tests(a, path, machines);
+    return;
+  }
+
+  const int n_threads = a.threads[0];
   ModelArgs margs = a.model;
   margs.n_threads = n_threads;
   margs.model_path = path;
   if (!a.batches.empty() || a.cached_prefix > 0) margs.n_batch = std::max(margs.n_batch, a.engine.max_batch_tokens);
   progress.line(fmt::format("loading {}", path));
   auto m = load_model(margs);
-  Model& model = *m->model;
-  const ModelConfig& cfg = model.config();
+  const ModelConfig& cfg = m->model->config();
   if (a.n_prompt + a.n_gen > cfg.n_ctx_train)
     progress.line(fmt::format("note: {} + {} positions exceed the model's training context of {}", a.n_prompt,
                               a.n_gen, cfg.n_ctx_train));
-
   if (!a.batches.empty() || a.cached_prefix > 0) {
-    run_engine_bench(a, *m, machine, n_threads, path);
-    return;
-  }
-  if (a.verify_cost) {
+    run_engine_bench(a, *m, machines[0], n_threads, path);
+  } else if (a.verify_cost) {
     run_verify_cost(a, *m, path, n_threads);
-    return;
-  }
-  if (!a.engine.draft_model.empty() || a.engine.spec_ngram > 0) {
+  } else {
     run_speculative_bench(a, *m, path, n_threads);
-    return;
   }
-
-  BenchOptions opt;
-  opt.n_prompt = a.n_prompt;
-  opt.n_gen = a.n_gen;
-  opt.n_reps = a.n_reps;
-  opt.kv_type_k = a.engine.kv_types.k_type();
-  opt.kv_type_v = a.engine.kv_types.v_type();
-  opt.bos = m->tokenizer->bos_id();
-  if (opt.bos >= cfg.n_vocab) opt.bos = -1;
-  const BenchResult res = run_benchmark(model, opt, [&](const BenchPhase& p) { progress.phase(p); });
-  progress.done();
-
-  const ModelCost cost = model_cost(*m->file, cfg, model.weight_bytes(), opt.kv_type_k, opt.kv_type_v, margs.f16_as_bf16);
-  const BenchShape shape{a.n_prompt, a.n_gen, model.n_batch()};
-  const RooflineReport rr = analyze_roofline(cost, shape, res.prefill_tok_s, res.decode_tok_s, machine);
-  const std::string model_name = name_of(*m->file, path);
-  double n_params = 0;
-  for (const auto& t : m->file->tensors()) n_params += static_cast<double>(t.n_elements());
-
-  if (!a.plot.empty()) {
-    const std::string title = fmt::format("Roofline: {} ({}), {} threads, {}",
-                                          std::filesystem::path(path).filename().string(),
-                                          cost.type_mix.empty() ? "?" : type_name(cost.type_mix[0].type), n_threads,
-                                          isa_name(isa));
-    const std::string subtitle =
-        fmt::format("{}: {}; prefill p={}, decode n={}, medians of {}\n{}\n{}", model_name, cost.type_mix_string(),
-                    a.n_prompt, a.n_gen, a.n_reps, rr.decode.verdict, rr.prefill.verdict);
-    write_text_file(a.plot, roofline_svg(rr, title, subtitle));
-  }
-
-  if (a.json) {
-    nlohmann::json j;
-    j["model"] = path;
-    j["model_name"] = model_name;
-    j["arch"] = cfg.arch;
-    j["n_params"] = n_params;
-    nlohmann::json mix = nlohmann::json::object();
-    for (const TypeShare& t : cost.type_mix)
-      mix[std::string(type_name(t.type))] = {{"tensors", t.n_tensors}, {"bytes", t.bytes}};
-    j["type_mix"] = mix;
-    j["threads"] = n_threads;
-    j["isa"] = isa_name(isa);
-    j["n_batch"] = model.n_batch();
-    j["kv_type"] = kv_types_name(opt.kv_type_k, opt.kv_type_v);
-    j["kv_type_k"] = std::string(type_name(opt.kv_type_k));
-    j["kv_type_v"] = std::string(type_name(opt.kv_type_v));
-    j["n_prompt"] = a.n_prompt;
-    j["n_gen"] = a.n_gen;
-    j["reps"] = a.n_reps;
-    j["prefill_tok_s"] = res.prefill_tok_s;
-    j["prefill_ms"] = res.prefill_ms;
-    j["decode_tok_s"] = res.decode_tok_s;
-    j["decode_ms"] = res.decode_ms;
-    j["ttft_ms"] = res.ttft_ms;
-    j["itl_ms_p50"] = res.itl_ms_p50;
-    j["itl_ms_p99"] = res.itl_ms_p99;
-    j["decode_bytes_per_token"] = rr.decode.bytes;
-    j["decode_kv_bytes_per_token"] = rr.decode_kv_bytes_per_token;
-    j["decode_mean_ctx"] = rr.decode_mean_ctx;
-    j["decode_gb_s"] = rr.decode.gb_s;
-    j["decode_roofline_frac"] = rr.decode.frac;
-    j["decode_gflop_s"] = rr.decode.gflop_s;
-    j["decode_bound"] = rr.decode.bandwidth_bound ? "bandwidth" : "compute";
-    j["prefill_flops"] = rr.prefill.flops;
-    j["prefill_attention_flops"] = rr.prefill_attn_flops;
-    j["prefill_gflop_s"] = rr.prefill.gflop_s;
-    j["prefill_roofline_frac"] = rr.prefill.frac;
-    j["prefill_bound"] = rr.prefill.bandwidth_bound ? "bandwidth" : "compute";
-    j["prefill_compute"] = rr.compute_kind;
-    j["prefill_compute_peak_gflop_s"] = rr.compute_peak;
-    j["ceilings"] = ceilings_json(machine);
-    j["verdict"] = {{"decode", rr.decode.verdict}, {"prefill", rr.prefill.verdict}};
-    nlohmann::json per_rep = nlohmann::json::array();
-    for (const BenchRep& r : res.reps)
-      per_rep.push_back({{"prefill_tok_s", r.prefill_tok_s},
-                         {"prefill_ms", r.prefill_ms},
-                         {"ttft_ms", r.ttft_ms},
-                         {"decode_tok_s", r.decode_tok_s},
-                         {"decode_ms", r.decode_ms},
-                         {"itl_ms_p50", r.itl_ms_p50},
-                         {"itl_ms_p99", r.itl_ms_p99}});
-    j["per_rep"] = per_rep;
-    if (!a.plot.empty()) j["plot"] = a.plot;
-    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return;
-  }
-
-  const std::string params = n_params >= 1e9 ? fmt::format("{:.2f} B", n_params / 1e9)
-                             : n_params >= 1e6 ? fmt::format("{:.1f} M", n_params / 1e6)
-                                               : fmt::format("{:.1f} K", n_params / 1e3);
-  fmt::print("model     {} ({}, {} parameters): {}\n", path, cfg.arch, params, model_name);
-  fmt::print("weights   {}\n", cost.type_mix_string());
-  fmt::print("setup     {} threads, {} kernels, batch {}, {} KV cache; p={} n={}, medians of {} reps (+1 warm-up)\n",
-             n_threads, isa_name(isa), model.n_batch(), kv_types_name(opt.kv_type_k, opt.kv_type_v), a.n_prompt, a.n_gen, a.n_reps);
-  fmt::print("machine   DRAM read {} GB/s, FP32 FMA {} GFLOP/s{} ({})\n", format_3sig(machine.dram_read_gbps),
-             format_3sig(machine.fp32_gflops),
-             machine.int8_gops > 0 ? fmt::format(", int8 VNNI {} GOP/s", format_3sig(machine.int8_gops)) : "",
-             machine.from_cache ? "cached roofline" : "measured now");
-  fmt::print("\n");
-  fmt::print("prefill   {:9.1f} tok/s  {:10.2f} ms   TTFT {:.2f} ms\n", res.prefill_tok_s, res.prefill_ms, res.ttft_ms);
-  fmt::print("decode    {:9.1f} tok/s  {:10.2f} ms   ITL p50 {:.3f} ms, p99 {:.3f} ms\n", res.decode_tok_s,
-             res.decode_ms, res.itl_ms_p50, res.itl_ms_p99);
-  fmt::print("\n");
-  fmt::print("decode    {:.4g} MB/token (weights {:.4g} MB + KV {:.4g} MB at mean context {:.1f}) -> {} GB/s, {} GFLOP/s\n",
-             rr.decode.bytes / 1e6, cost.weight_bytes_per_token / 1e6, rr.decode_kv_bytes_per_token / 1e6,
-             rr.decode_mean_ctx, format_3sig(rr.decode.gb_s), format_3sig(rr.decode.gflop_s));
-  fmt::print("prefill   {:.4g} GFLOP (attention {:.3g}) at {} FLOP/byte -> {} GFLOP/s ({} peak {} GFLOP/s)\n",
-             rr.prefill.flops / 1e9, rr.prefill_attn_flops / 1e9, format_3sig(rr.prefill.intensity),
-             format_3sig(rr.prefill.gflop_s), rr.compute_kind, format_3sig(rr.compute_peak));
-  fmt::print("verdict   {}\n          {}\n", rr.decode.verdict, rr.prefill.verdict);
-  fmt::print("\n{:<5} {:>14} {:>11} {:>14} {:>11} {:>11}\n", "rep", "prefill tok/s", "TTFT ms", "decode tok/s",
-             "ITL p50 ms", "ITL p99 ms");
-  for (size_t i = 0; i < res.reps.size(); i++) {
-    const BenchRep& r = res.reps[i];
-    fmt::print("{:<5} {:>14.1f} {:>11.2f} {:>14.1f} {:>11.3f} {:>11.3f}\n", i + 1, r.prefill_tok_s, r.ttft_ms,
-               r.decode_tok_s, r.itl_ms_p50, r.itl_ms_p99);
-  }
-  if (!a.plot.empty()) fmt::print("\nplot      {}\n", a.plot);
 }
 
 // --verify-cost: one sequence at a -p token context; a pass over k + 1 tokens (k drafts) for
@@ -470,13 +337,21 @@ void register_bench(CLI::App& app) {
   static BenchArgs a;
   auto* cmd = app.add_subcommand("bench", "measure prefill/decode speed, TTFT and ITL against the machine's roofline");
   a.model.add_to(cmd);
-  cmd->add_option("-p,--n-prompt", a.n_prompt, "prompt tokens for the prefill phase (default 512)");
-  cmd->add_option("-n,--n-gen", a.n_gen, "tokens decoded one at a time after the prompt (default 128)");
-  cmd->add_option("-r,--repetitions", a.n_reps, "repetitions; medians are reported (default 3)");
-  cmd->add_flag("--json", a.json, "print one JSON object");
-  cmd->add_option("--plot", a.plot, "write a roofline chart to this SVG file");
+  // Lists as llama-bench's: "-p 128,512" or "-p 128 -p 512".
+  auto list = [&](const std::string& names, auto& v, const std::string& help) {
+    cmd->remove_option(cmd->get_option_no_throw(names.substr(names.find(',') + 1)));
+    cmd->add_option(names, v, help)->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  list("-t,--threads", a.threads, "threads; a list runs every test for each (default: all cores)");
+  list("-p,--n-prompt", a.n_prompts, "a pp test per value: a prompt of that many tokens; 0: none (default 512)");
+  list("-n,--n-gen", a.n_gens, "a tg test per value: that many tokens decoded one at a time; 0: none (default 128)");
+  list("-d,--n-depth", a.n_depths, "run each test after this many context tokens (default 0)");
+  cmd->add_option("-r,--repetitions", a.n_reps, "repetitions; t/s is their mean ± stddev, rates at the median (default 3)");
+  cmd->add_option("-o,--output", a.output, "md (a markdown table, the default), csv, json (an array) or jsonl");
+  cmd->add_flag("--json", a.json, "the same as -o json");
+  cmd->add_option("--plot", a.plot, "write a roofline chart of the pp and the tg test to this SVG file");
   cmd->add_option("--batch", a.batches, "through the engine: decode this many sequences together, e.g. 1,4,16,32")
-      ->delimiter(',');
+      ->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--cached-prefix", a.cached_prefix,
                   "through the engine: TTFT of a prompt whose first N tokens are in the prefix cache, against cold");
   a.engine.add_to(cmd, /*with_parallel=*/false);

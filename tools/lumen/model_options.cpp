@@ -100,10 +100,13 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   opt.f16_as_bf16 = args.f16_as_bf16;
   try {
     m->model = Model::load(m->file, opt);
+  } catch (const OutOfMemoryError& e) {
+    // The forward pass's buffers grow with -b: say which number to lower, and both figures.
+    fail("-b/--batch-size {} does not fit in memory: {} ({} bytes are available now, beside a model file of {} bytes); "
+         "lower -b", args.n_batch, e.what(), available_memory(), m->file->file_size());
   } catch (const std::bad_alloc&) {
-    // The forward pass's buffers grow with -b: say which number to lower, and what there is.
-    fail("the model with -b/--batch-size {} does not fit in memory ({} bytes available now, for a model file of {} bytes): "
-         "lower -b", args.n_batch, available_memory(), m->file->file_size());
+    fail("the model does not fit in memory: {} bytes are available now, for a model file of {} bytes",
+         available_memory(), m->file->file_size());
   }
   m->tokenizer = Tokenizer::from_gguf(*m->file);
   if (args.mlock) lock_model_in_memory(*m->file);

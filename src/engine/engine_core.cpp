@@ -116,6 +116,10 @@ EngineCore::EngineCore(Model& model, const Tokenizer& tokenizer, const EngineCon
     const int64_t avail = available_memory();
     if (avail > 0) want = std::min(want, avail / 10 * 9);
     c.kv_memory = std::max(want, block_bytes);
+  } else if (const int64_t avail = available_memory(); avail > 0 && c.kv_memory > avail) {
+    // Asked for, not there: the pool's pages would be taken as they are first written, and the
+    // kernel would kill the process mid-run instead of this clear error now.
+    fail("--kv-memory of {} bytes is more than the {} bytes of memory available now", c.kv_memory, avail);
   }
   const int64_t blocks = c.kv_memory / block_bytes;
   if (blocks < 1)

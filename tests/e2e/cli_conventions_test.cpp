@@ -202,6 +202,16 @@ TEST_F(CliConventions, ABatchTooLargeForMemorySaysHowMuch) {
   EXPECT_EQ(r.out, "");
 }
 
+// A KV pool larger than the memory there is fails at once, never by the kernel's OOM killer later.
+TEST_F(CliConventions, AKvPoolLargerThanMemoryIsRefused) {
+  auto r = test::run_cli("run " + model_ + " --kv-memory 100TiB -n 1 -p Once");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--kv-memory of 109951162777600 bytes is more than the"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bytes of memory available"), std::string::npos) << r.err;
+  EXPECT_TRUE(one_line(r.err)) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(CliConventions, TokenizeTakesPromptFileAndStdin) {
   auto pos = test::run_cli("tokenize -m " + model_path_ + " --ids 'Hello world'");
   ASSERT_EQ(pos.exit_code, 0) << pos.err;

@@ -127,5 +127,80 @@ LUMEN_KQ2_INLINE __m256i scales_dup_i8(const uint8_t* p) {
   return _mm256_cvtepi8_epi16(b);
 }
 
+
+// AVX2 as the K-quant kernels written once (kernels/generic/kq_*.h) see it; avx512::Kq has the
+// same names. One vector holds one 32-bit lane per row of an 8-row group. The integer dot
+// product has no VNNI here: vpmaddubsw gives int16 pair sums (the formats' small values keep
+// them exact), which scale_sums widens to int32 with the group scale (vpmaddwd).
+namespace {
+struct Kq {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kRows = 8;
+  static constexpr int kBytes = 32;  // one weight load: 4 bytes of each row
+
+  LUMEN_KQ2_INLINE I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  LUMEN_KQ2_INLINE I set1_u8(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  LUMEN_KQ2_INLINE I zero_i() { return _mm256_setzero_si256(); }
+  LUMEN_KQ2_INLINE F zero_f() { return _mm256_setzero_ps(); }
+  template <int kShift>
+  LUMEN_KQ2_INLINE I srl16(I v) {
+    if constexpr (kShift == 0) return v;
+    else return _mm256_srli_epi16(v, kShift);
+  }
+  template <int kShift>
+  LUMEN_KQ2_INLINE I sll16(I v) {
+    if constexpr (kShift == 0) return v;
+    else return _mm256_slli_epi16(v, kShift);
+  }
+  LUMEN_KQ2_INLINE I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  // a | (b & m)
+  LUMEN_KQ2_INLINE I or_and(I a, I b, I m) { return _mm256_or_si256(a, _mm256_and_si256(b, m)); }
+  LUMEN_KQ2_INLINE I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+  // acc += u8 weights x s8 activations, 4 per lane: int16 pair sums.
+  LUMEN_KQ2_INLINE I dot_u8s8(I acc, I w, I a) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, a)); }
+  // acc += int16 pairs x int16 pairs, summed to int32 per lane.
+  LUMEN_KQ2_INLINE I dot_i16(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+  // A group's scales, one signed int8 (or the low nibble of one byte) per row at p, in the form
+  // scale_sums multiplies: both 16-bit halves of each row's lane.
+  LUMEN_KQ2_INLINE I group_scales_i8(const uint8_t* p) { return scales_dup_i8(p); }
+  LUMEN_KQ2_INLINE I group_scales_u4(const uint8_t* p) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    const __m128i b = _mm_and_si128(_mm_cvtsi64_si128(v), _mm_set1_epi8(0x0f));
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b));
+  }
+  // The int32 sums of dot_u8s8 times their group scale.
+  LUMEN_KQ2_INLINE I scale_sums(I acc, I s) { return _mm256_madd_epi16(acc, s); }
+  // The high nibbles of two groups' bytes (kRows each at p and p + kRows) as the two 16-bit
+  // halves of each row's lane: (group 2p, group 2p + 1) for dot_i16 with bsums16 pairs.
+  LUMEN_KQ2_INLINE I pair_high_nibbles(const uint8_t* p) {
+    int64_t lo, hi;
+    std::memcpy(&lo, p, 8);
+    std::memcpy(&hi, p + 8, 8);
+    const __m128i inter = _mm_unpacklo_epi8(_mm_cvtsi64_si128(lo), _mm_cvtsi64_si128(hi));
+    return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(inter, 4), _mm_set1_epi8(0x0f)));
+  }
+  LUMEN_KQ2_INLINE I bcast32(const uint8_t* p) { return avx2::bcast32(p); }
+  LUMEN_KQ2_INLINE F bcast_f32(const uint8_t* p) { return avx2::bcast_f32(p); }
+  LUMEN_KQ2_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x8(p); }
+  LUMEN_KQ2_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
+  LUMEN_KQ2_INLINE F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  LUMEN_KQ2_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  LUMEN_KQ2_INLINE F mul_rounded(F a, F b) { return avx2::mul_rounded(a, b); }
+  LUMEN_KQ2_INLINE F to_float(I v) { return _mm256_cvtepi32_ps(v); }
+  LUMEN_KQ2_INLINE void store_rows(float* y, F v, int n_rows) { avx2::store_rows(y, v, n_rows); }
+  LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) { avx2::prefetch(p, bytes); }
+  static constexpr int kPrefetchBlocks = avx2::kPrefetchBlocks;
+  template <class Fn>
+  LUMEN_KQ2_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
+    avx2::for_tiles(r0, r1, n_tokens, group_bytes, tile);
+  }
+  static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
+    convert_act_avx2(x, dst, n_in, corr_mul);
+  }
+  static constexpr auto pack = pack_kquant_r8;
+};
+}  // namespace
 }  // namespace avx2
 }  // namespace lumen::kquant

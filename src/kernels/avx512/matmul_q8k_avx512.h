@@ -191,5 +191,78 @@ LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, __m512i sc[8], __m512i m
   mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
 }
 
+
+// AVX-512 VNNI as the K-quant kernels written once (kernels/generic/kq_*.h) see it; avx2::Kq
+// has the same names. One vector holds one 32-bit lane per row of a 16-row group; the integer
+// dot products are VNNI's (vpdpbusd, vpdpwssd) into int32, so scale_sums is an exact int32
+// multiply.
+namespace {
+struct Kq {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kRows = 16;
+  static constexpr int kBytes = 64;  // one weight load: 4 bytes of each row
+
+  LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+  LUMEN_KQ_INLINE I zero_i() { return _mm512_setzero_si512(); }
+  LUMEN_KQ_INLINE F zero_f() { return _mm512_setzero_ps(); }
+  template <int kShift>
+  LUMEN_KQ_INLINE I srl16(I v) {
+    if constexpr (kShift == 0) return v;
+    else return _mm512_srli_epi16(v, kShift);
+  }
+  template <int kShift>
+  LUMEN_KQ_INLINE I sll16(I v) {
+    if constexpr (kShift == 0) return v;
+    else return _mm512_slli_epi16(v, kShift);
+  }
+  LUMEN_KQ_INLINE I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  // a | (b & m) in one vpternlogd.
+  LUMEN_KQ_INLINE I or_and(I a, I b, I m) { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); }
+  LUMEN_KQ_INLINE I add32(I a, I b) { return _mm512_add_epi32(a, b); }
+  // acc += u8 weights x s8 activations, 4 per lane, summed to int32.
+  LUMEN_KQ_INLINE I dot_u8s8(I acc, I w, I a) { return _mm512_dpbusd_epi32(acc, w, a); }
+  // acc += int16 pairs x int16 pairs, summed to int32 per lane.
+  LUMEN_KQ_INLINE I dot_i16(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  // A group's scales, one signed int8 (or the low nibble of one byte) per row at p, as int32.
+  LUMEN_KQ_INLINE I group_scales_i8(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  LUMEN_KQ_INLINE I group_scales_u4(const uint8_t* p) {
+    return _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                            _mm512_set1_epi32(0x0f));
+  }
+  // The int32 sums of dot_u8s8 times their group scale.
+  LUMEN_KQ_INLINE I scale_sums(I acc, I s) { return _mm512_mullo_epi32(acc, s); }
+  // The high nibbles of two groups' bytes (kRows each at p and p + kRows) as the two 16-bit
+  // halves of each row's lane: (group 2p, group 2p + 1) for dot_i16 with bsums16 pairs.
+  LUMEN_KQ_INLINE I pair_high_nibbles(const uint8_t* p) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+    const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+    return _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), _mm256_set1_epi8(0x0f)));
+  }
+  LUMEN_KQ_INLINE I bcast32(const uint8_t* p) { return avx512::bcast32(p); }
+  LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) { return avx512::bcast_f32(p); }
+  LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x16(p); }
+  LUMEN_KQ_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
+  LUMEN_KQ_INLINE F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  LUMEN_KQ_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  LUMEN_KQ_INLINE F mul_rounded(F a, F b) { return avx512::mul_rounded(a, b); }
+  LUMEN_KQ_INLINE F to_float(I v) { return _mm512_cvtepi32_ps(v); }
+  LUMEN_KQ_INLINE void store_rows(float* y, F v, int n_rows) { _mm512_mask_storeu_ps(y, row_mask(n_rows), v); }
+  LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) { avx512::prefetch(p, bytes); }
+  static constexpr int kPrefetchBlocks = avx512::kPrefetchBlocks;
+  template <class Fn>
+  LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
+    avx512::for_tiles(r0, r1, n_tokens, group_bytes, tile);
+  }
+  static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
+    convert_act_avx512(x, dst, n_in, corr_mul);
+  }
+  static constexpr auto pack = pack_kquant_r16;
+};
+}  // namespace
 }  // namespace avx512
 }  // namespace lumen::kquant

@@ -1,0 +1,181 @@
+// Q2_K and Q3_K x Q8_K matmul, written once over a SIMD traits struct V (avx2::Kq: 8-row
+// groups; avx512::Kq: 16-row groups, VNNI) and included by each ISA's translation unit, which
+// compiles it with that ISA's flags. Weights are repacked into kRows-row groups
+// (kquant_pack.h): one V::load of qs holds the 2-bit low parts of 4 consecutive elements of 4
+// slices (32 elements each) for every row of the group; Q3_K adds an hmask load of their high
+// bits. Scale bytes come per group of 16 as [g][r] (Q2_K: 4-bit scale | 4-bit min << 4;
+// Q3_K: signed int8, unpacked at load).
+//
+// Per group the u8 values (Q2_K: 0..3; Q3_K: v = low | high << 2, 0..7) meet the activation
+// bytes through V::dot_u8s8 and are scaled by V::scale_sums; Q3_K's offset (q = v - 4) is
+// exact from each group's start value, the activation's correction term (-4 x its pair sums,
+// laid out by V::convert_act for V's dot product). Q2_K's minimums meet the activations'
+// bsums16 through V::dot_i16. Per block y += (d * da) * isum (Q2_K: y -= (dmin * da) * msum),
+// the reference's float evaluation order, so every ISA is bit-identical to it.
+// A tile is kRows rows x T tokens (V::for_tiles picks T).
+//
+// Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit,
+// so the linker can never hand baseline code an AVX-512 body.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kquant_pack.h"
+#include "kernels/matmul.h"
+
+#define LUMEN_KQG_INLINE static inline __attribute__((always_inline))
+
+namespace lumen::kquant {
+namespace {
+
+struct Q2K {
+  static constexpr size_t kMainPerRow = 64;  // qs
+  static constexpr size_t kMetaPerRow = 20;  // scale bytes [g][r], fp16 d[r], fp16 dmin[r]
+  static constexpr size_t kActBytes = kActBlockBytes;
+  static constexpr int kCorrMul = 0;
+  static constexpr bool kMins = true;
+
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I acc_start(const uint8_t*, int) {
+    return V::zero_i();
+  }
+  template <class V, int H, int J>
+  LUMEN_KQG_INLINE void weights(const uint8_t*, int, typename V::I x, typename V::I& wa, typename V::I& wb) {
+    const typename V::I m03 = V::set1_u8(0x03);
+    wa = V::and_(V::template srl16<2 * J>(x), m03);
+    wb = V::and_(V::template srl16<2 * J + 2>(x), m03);
+  }
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I scales(const uint8_t* p) {
+    return V::group_scales_u4(p);
+  }
+};
+
+struct Q3K {
+  static constexpr size_t kMainPerRow = 96;  // qs 64, then hmask 32
+  static constexpr size_t kMetaPerRow = 18;  // int8 scales [g][r], fp16 d[r]
+  static constexpr size_t kActBytes = kActBlockBytesCorr;
+  static constexpr int kCorrMul = -4;
+  static constexpr bool kMins = false;
+
+  // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
+  template <class V, int kBit>
+  LUMEN_KQG_INLINE typename V::I high_bit_to_2(typename V::I hm) {
+    if constexpr (kBit < 2) return V::template sll16<2 - kBit>(hm);
+    else return V::template srl16<kBit - 2>(hm);
+  }
+  // Each group's sums start at its correction term: the format's -4 offset, exactly.
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I acc_start(const uint8_t* a, int g) {
+    return V::bcast32(a + kActCorr + 4 * g);
+  }
+  template <class V, int H, int J>
+  LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I x, typename V::I& wa, typename V::I& wb) {
+    const typename V::I m03 = V::set1_u8(0x03), m04 = V::set1_u8(0x04);
+    const typename V::I hm = V::load(q + 64 * V::kRows + V::kBytes * k);
+    wa = V::or_and(V::and_(V::template srl16<2 * J>(x), m03), high_bit_to_2<V, 4 * H + J>(hm), m04);
+    wb = V::or_and(V::and_(V::template srl16<2 * J + 2>(x), m03), high_bit_to_2<V, 4 * H + J + 1>(hm), m04);
+  }
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I scales(const uint8_t* p) {
+    return V::group_scales_i8(p);
+  }
+};
+
+// Slices J and J+1 (elements 128H + 32J + 16kh .. +15 and the same 32 further: groups
+// g_a = 8H + 2J + kh and g_a + 2).
+template <class V, class Fmt, int T, int H, int J>
+LUMEN_KQG_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int kh,
+                                 typename V::I isum[T]) {
+  using I = typename V::I;
+  const int ga = 8 * H + 2 * J + kh, gb = ga + 2;
+  I acc_a[T], acc_b[T];
+  for (int t = 0; t < T; t++) {
+    acc_a[t] = Fmt::template acc_start<V>(a[t], ga);
+    acc_b[t] = Fmt::template acc_start<V>(a[t], gb);
+  }
+  for (int kk = 0; kk < 4; kk++) {
+    const int k = 4 * kh + kk;
+    const I x = V::load(q + V::kBytes * (H * 8 + k));
+    I wa, wb;
+    Fmt::template weights<V, H, J>(q, k, x, wa, wb);
+    const int e = 128 * H + 32 * J + 4 * k;
+    for (int t = 0; t < T; t++) {
+      acc_a[t] = V::dot_u8s8(acc_a[t], wa, V::bcast32(a[t] + e));
+      acc_b[t] = V::dot_u8s8(acc_b[t], wb, V::bcast32(a[t] + e + 32));
+    }
+  }
+  const I sa = Fmt::template scales<V>(m + V::kRows * ga), sb = Fmt::template scales<V>(m + V::kRows * gb);
+  for (int t = 0; t < T; t++) isum[t] = V::add32(isum[t], V::add32(V::scale_sums(acc_a[t], sa), V::scale_sums(acc_b[t], sb)));
+}
+
+template <class V, class Fmt, int T>
+void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
+                 int64_t ldy, int n_rows) {
+  using I = typename V::I;
+  using F = typename V::F;
+  constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
+  F acc[T];
+  for (int t = 0; t < T; t++) acc[t] = V::zero_f();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* q = main + kMain * static_cast<size_t>(b);
+    const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
+    V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
+    V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
+    const uint8_t* a[T];
+    for (int t = 0; t < T; t++) a[t] = act + stride * t + Fmt::kActBytes * static_cast<size_t>(b);
+    I isum[T];
+    for (int t = 0; t < T; t++) isum[t] = V::zero_i();
+    for (int kh = 0; kh < 2; kh++) {
+      slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+    }
+    const F d = V::load_f16_rows(m + 16 * V::kRows);
+    if constexpr (Fmt::kMins) {
+      // Minimums of groups 2p and 2p+1 as the two 16-bit halves of each row's lane.
+      I msum[T];
+      for (int t = 0; t < T; t++) msum[t] = V::zero_i();
+      for (int p = 0; p < 8; p++) {
+        const I mins = V::pair_high_nibbles(m + 2 * V::kRows * p);
+        for (int t = 0; t < T; t++) msum[t] = V::dot_i16(msum[t], mins, V::bcast32(a[t] + kActBsums16 + 4 * p));
+      }
+      const F dmin = V::load_f16_rows(m + 18 * V::kRows);
+      for (int t = 0; t < T; t++) {
+        const F da = V::bcast_f32(a[t] + kActD);
+        acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, da), V::to_float(isum[t])));
+        acc[t] = V::sub(acc[t], V::mul_rounded(V::mul(dmin, da), V::to_float(msum[t])));
+      }
+    } else {
+      for (int t = 0; t < T; t++)
+        acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, V::bcast_f32(a[t] + kActD)), V::to_float(isum[t])));
+    }
+  }
+  for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
+}
+
+// The MatmulKernel entry points of format Fmt on ISA V.
+template <class V, class Fmt>
+struct SlicesKernel {
+  static void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
+                      int64_t ldy, int64_t r0, int64_t r1) {
+    constexpr int kRows = V::kRows;
+    const int64_t nb = w.n_in / kBlock;
+    const size_t gbytes =
+        (static_cast<size_t>(nb) * (Fmt::kMainPerRow + Fmt::kMetaPerRow) * kRows + 63) / 64 * 64;
+    const uint8_t* base = w.packed.get()->data;
+    V::for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
+      const uint8_t* main = base + gbytes * static_cast<size_t>(g);
+      const uint8_t* meta = main + Fmt::kMainPerRow * kRows * static_cast<size_t>(nb);
+      const int64_t left = r1 - g * kRows;
+      const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
+      slices_tile<V, Fmt, T>(main, meta, nb, act + stride * t, stride, y + g * kRows + ldy * t, ldy, n_rows);
+    });
+  }
+  static void convert(const float* x, uint8_t* dst, int64_t n_in) { V::convert_act(x, dst, n_in, Fmt::kCorrMul); }
+};
+
+}  // namespace
+}  // namespace lumen::kquant

@@ -6,12 +6,14 @@
 // (ActCorr::Int32), so that after the group
 //   acc = sum (v - 32) * a,   isum += scale * acc   (all exact int32),
 // and per block y += (d * da) * isum, the reference's float evaluation order.
-// Up to kTileTokens tokens (decode) a tile is 16 rows x T (1..4) tokens; every weight vector
-// feeds T tokens. More tokens (prefill): 2 row groups x 6 tokens, one scale group at a time
-// (for_gemm_tiles in matmul_q8k_avx512.h).
+// Up to kTileTokens tokens (decode): kernels/generic/kq_slices.h over avx512::Kq, a tile of 16
+// rows x T (1..4) tokens, every weight vector feeding T tokens. More tokens (prefill), here
+// alone because only AVX-512's 32 registers hold it: 2 row groups x 6 tokens, one scale group
+// at a time (for_gemm_tiles in matmul_q8k_avx512.h).
 #include "kernels/avx512/matmul_q6k_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
+#include "kernels/generic/kq_slices.h"
 #include "kernels/matmul.h"
 
 namespace lumen {
@@ -26,96 +28,14 @@ constexpr size_t kMain = 192 * kRows;  // 4 values in 3 bytes
 constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
-LUMEN_KQ_INLINE __m512i group_scales(const uint8_t* m, int g) {
-  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + 16 * g)));
-}
+using Q6KGemv = SlicesKernel<Kq, Q6K>;  // kernels/generic/kq_slices.h
 
-// Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
-LUMEN_KQ_INLINE __m512i value_bytes(const uint8_t* q, int h, int k, int j) {
-  return _mm512_loadu_si512(q + 64 * ((h * 8 + k) * 3 + j));
-}
-
-// Slices 2P and 2P+1 (elements 128h + 32rr + 16kh .. +15, groups g = 8h + 2rr + kh).
-template <int T, int P>
-LUMEN_KQ_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], int h, int kh,
-                                __m512i isum[T]) {
-  const __m512i m3f = _mm512_set1_epi8(0x3f);
-  const int ga = 8 * h + 4 * P + kh, gb = ga + 2;
-  __m512i acc_a[T], acc_b[T];
-  for (int t = 0; t < T; t++) {
-    acc_a[t] = bcast32(a[t] + kActCorr + 4 * ga);
-    acc_b[t] = bcast32(a[t] + kActCorr + 4 * gb);
-  }
-  for (int kk = 0; kk < 4; kk++) {
-    const int k = 4 * kh + kk;
-    __m512i wa, wb;
-    if constexpr (P == 0) {
-      wa = _mm512_and_si512(value_bytes(q, h, k, 0), m3f);
-      wb = _mm512_and_si512(value_bytes(q, h, k, 1), m3f);
-    } else {
-      // v2 = the top 2 bits of the three bytes; 0xE4 = C ? A : B.
-      const __m512i b0 = value_bytes(q, h, k, 0), b1 = value_bytes(q, h, k, 1), b2 = value_bytes(q, h, k, 2);
-      const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(b0, 6), _mm512_srli_epi16(b1, 4),
-                                                    _mm512_set1_epi8(0x03), 0xE4);
-      wa = _mm512_and_si512(
-          _mm512_ternarylogic_epi32(lo4, _mm512_srli_epi16(b2, 2), _mm512_set1_epi8(0x0f), 0xE4), m3f);
-      wb = _mm512_and_si512(b2, m3f);
-    }
-    const int e = 128 * h + 64 * P + 4 * k;
-    for (int t = 0; t < T; t++) {
-      acc_a[t] = _mm512_dpbusd_epi32(acc_a[t], wa, bcast32(a[t] + e));
-      acc_b[t] = _mm512_dpbusd_epi32(acc_b[t], wb, bcast32(a[t] + e + 32));
-    }
-  }
-  const __m512i sa = group_scales(m, ga), sb = group_scales(m, gb);
-  for (int t = 0; t < T; t++)
-    isum[t] = _mm512_add_epi32(
-        isum[t], _mm512_add_epi32(_mm512_mullo_epi32(acc_a[t], sa), _mm512_mullo_epi32(acc_b[t], sb)));
-}
-
-template <int T>
-void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
-          int64_t ldy, int n_rows) {
-  __m512 acc[T];
-  for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* q = main + kMain * static_cast<size_t>(b);
-    const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
-    prefetch(q + kMain * kPrefetchBlocks, kMain);
-    prefetch(m + kMeta * kPrefetchBlocks, kMeta);
-    const uint8_t* a[T];
-    for (int t = 0; t < T; t++) a[t] = act + stride * t + kBB * static_cast<size_t>(b);
-    __m512i isum[T];
-    for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
-    for (int h = 0; h < 2; h++)
-      for (int kh = 0; kh < 2; kh++) {
-        slice_pair<T, 0>(q, m, a, h, kh, isum);
-        slice_pair<T, 1>(q, m, a, h, kh, isum);
-      }
-    const __m512 d = load_f16x16(m + 16 * kRows);
-    for (int t = 0; t < T; t++)
-      acc[t] = _mm512_add_ps(
-          acc[t], mul_rounded(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[t])));
-  }
-  const __mmask16 mask = row_mask(n_rows);
-  for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t, mask, acc[t]);
-}
+LUMEN_KQ_INLINE __m512i group_scales(const uint8_t* m, int g) { return Kq::group_scales_i8(m + 16 * g); }
 
 // Weights of scale group 8h + 4P + kh (+2 when kB), elements 4k.. of 16 rows.
 template <int P, bool kB>
 LUMEN_KQ_INLINE __m512i slice_weights(const uint8_t* q, int h, int k) {
-  const __m512i m3f = _mm512_set1_epi8(0x3f);
-  if constexpr (P == 0) {
-    return _mm512_and_si512(value_bytes(q, h, k, kB ? 1 : 0), m3f);
-  } else if constexpr (kB) {
-    return _mm512_and_si512(value_bytes(q, h, k, 2), m3f);
-  } else {
-    const __m512i b0 = value_bytes(q, h, k, 0), b1 = value_bytes(q, h, k, 1), b2 = value_bytes(q, h, k, 2);
-    const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(b0, 6), _mm512_srli_epi16(b1, 4),
-                                                  _mm512_set1_epi8(0x03), 0xE4);
-    return _mm512_and_si512(_mm512_ternarylogic_epi32(lo4, _mm512_srli_epi16(b2, 2), _mm512_set1_epi8(0x0f), 0xE4),
-                            m3f);
-  }
+  return Q6K::weight<Kq, P, kB>(q, h, k);
 }
 
 // One scale group of the GEMM tile: isum[g][t] += scale * (group dot of row group g, token t).
@@ -198,21 +118,13 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
     });
     return;
   }
-  for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
-    const uint8_t* main = base + gbytes * static_cast<size_t>(g);
-    const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
-    const int64_t left = r1 - g * kRows;
-    const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
-    tile<T>(main, meta, nb, act + stride * t, stride, y + g * kRows + ldy * t, ldy, n_rows);
-  });
+  Q6KGemv::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
 }
-
-void convert(const float* x, uint8_t* dst, int64_t n_in) { convert_act_avx512(x, dst, n_in, -32); }
 
 }  // namespace
 
 const MatmulKernel kMatmulQ6_KAvx512 = {
     "q6_K/avx512-vnni",         GgmlType::Q6_K, Isa::Avx512, kRows, kquant::pack_kquant_r16,
-    kquant::act_row_bytes_corr, convert,        compute};
+    kquant::act_row_bytes_corr, Q6KGemv::convert, compute};
 
 }  // namespace lumen

@@ -1,16 +1,20 @@
-// Q2_K and Q3_K x Q8_K matmul, written once over a SIMD traits struct V (avx2::Kq: 8-row
-// groups; avx512::Kq: 16-row groups, VNNI) and included by each ISA's translation unit, which
-// compiles it with that ISA's flags. Weights are repacked into kRows-row groups
-// (kquant_pack.h): one V::load of qs holds the 2-bit low parts of 4 consecutive elements of 4
-// slices (32 elements each) for every row of the group; Q3_K adds an hmask load of their high
-// bits. Scale bytes come per group of 16 as [g][r] (Q2_K: 4-bit scale | 4-bit min << 4;
-// Q3_K: signed int8, unpacked at load).
+// Q2_K, Q3_K and Q6_K x Q8_K matmul (the K-quants whose values are whole u8 per element after
+// a few shifts), written once over a SIMD traits struct V (avx2::Kq: 8-row groups; avx512::Kq:
+// 16-row groups, VNNI) and included by each ISA's translation unit, which compiles it with
+// that ISA's flags. Weights are repacked into kRows-row groups (kquant_pack.h): each V::load
+// holds 4 bytes of every row of the group, 4 consecutive elements of 4 slices (32 elements
+// apart): Q2_K's 2-bit values in one qs vector; Q3_K's low 2 bits there and the high bit in an
+// hmask vector; Q6_K's 6-bit values in three vectors, three of them one AND away and the fourth
+// a few shifts. Scale bytes come per group of 16 as [g][r] (Q2_K: 4-bit scale | 4-bit min << 4;
+// Q3_K, Q6_K: signed int8, unpacked at load).
 //
-// Per group the u8 values (Q2_K: 0..3; Q3_K: v = low | high << 2, 0..7) meet the activation
-// bytes through V::dot_u8s8 and are scaled by V::scale_sums; Q3_K's offset (q = v - 4) is
-// exact from each group's start value, the activation's correction term (-4 x its pair sums,
-// laid out by V::convert_act for V's dot product). Q2_K's minimums meet the activations'
-// bsums16 through V::dot_i16. Per block y += (d * da) * isum (Q2_K: y -= (dmin * da) * msum),
+// Per group the u8 values (Q2_K: 0..3; Q3_K: v = low | high << 2, 0..7; Q6_K: 0..63) meet the
+// activation bytes through V::dot_u8s8 and are scaled by V::scale_sums; the offsets of Q3_K
+// (q = v - 4) and Q6_K (q = v - 32) are exact from each group's start value, the activation's
+// correction term (-4 or -32 x its pair sums, laid out by V::convert_act for V's dot product;
+// on AVX2 the int16 lanes end at sum (v - 32) * a, |.| <= 4 * 2 * 32 * 127 = 32512, exact though
+// the wrapping adds may overflow on the way). Q2_K's minimums meet the activations' bsums16
+// through V::dot_i16. Per block y += (d * da) * isum (Q2_K: y -= (dmin * da) * msum),
 // the reference's float evaluation order, so every ISA is bit-identical to it.
 // A tile is kRows rows x T tokens (V::for_tiles picks T).
 //
@@ -40,9 +44,12 @@ struct Q2K {
   LUMEN_KQG_INLINE typename V::I acc_start(const uint8_t*, int) {
     return V::zero_i();
   }
+  static constexpr bool kHalvesOuter = false;  // loop order of the block's slices (as tuned)
+
   template <class V, int H, int J>
-  LUMEN_KQG_INLINE void weights(const uint8_t*, int, typename V::I x, typename V::I& wa, typename V::I& wb) {
+  LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I& wa, typename V::I& wb) {
     const typename V::I m03 = V::set1_u8(0x03);
+    const typename V::I x = V::load(q + V::kBytes * (H * 8 + k));
     wa = V::and_(V::template srl16<2 * J>(x), m03);
     wb = V::and_(V::template srl16<2 * J + 2>(x), m03);
   }
@@ -58,6 +65,7 @@ struct Q3K {
   static constexpr size_t kActBytes = kActBlockBytesCorr;
   static constexpr int kCorrMul = -4;
   static constexpr bool kMins = false;
+  static constexpr bool kHalvesOuter = false;
 
   // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
   template <class V, int kBit>
@@ -71,11 +79,57 @@ struct Q3K {
     return V::bcast32(a + kActCorr + 4 * g);
   }
   template <class V, int H, int J>
-  LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I x, typename V::I& wa, typename V::I& wb) {
+  LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I& wa, typename V::I& wb) {
     const typename V::I m03 = V::set1_u8(0x03), m04 = V::set1_u8(0x04);
+    const typename V::I x = V::load(q + V::kBytes * (H * 8 + k));
     const typename V::I hm = V::load(q + 64 * V::kRows + V::kBytes * k);
     wa = V::or_and(V::and_(V::template srl16<2 * J>(x), m03), high_bit_to_2<V, 4 * H + J>(hm), m04);
     wb = V::or_and(V::and_(V::template srl16<2 * J + 2>(x), m03), high_bit_to_2<V, 4 * H + J + 1>(hm), m04);
+  }
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I scales(const uint8_t* p) {
+    return V::group_scales_i8(p);
+  }
+};
+
+struct Q6K {
+  static constexpr size_t kMainPerRow = 192;  // 4 values in 3 bytes
+  static constexpr size_t kMetaPerRow = 18;   // int8 scales [g][r], fp16 d[r]
+  static constexpr size_t kActBytes = kActBlockBytesCorr;
+  static constexpr int kCorrMul = -32;
+  static constexpr bool kMins = false;
+  static constexpr bool kHalvesOuter = true;
+
+  // Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I value_bytes(const uint8_t* q, int h, int k, int j) {
+    return V::load(q + V::kBytes * ((h * 8 + k) * 3 + j));
+  }
+  // The weights of slice 2P (kB: 2P + 1), elements 128h + 64P (+ 32) + 4k.., every row.
+  template <class V, int P, bool kB>
+  LUMEN_KQG_INLINE typename V::I weight(const uint8_t* q, int h, int k) {
+    const typename V::I m3f = V::set1_u8(0x3f);
+    if constexpr (P == 0) {
+      return V::and_(value_bytes<V>(q, h, k, kB ? 1 : 0), m3f);
+    } else if constexpr (kB) {
+      return V::and_(value_bytes<V>(q, h, k, 2), m3f);
+    } else {
+      // The top 2 bits of the three bytes.
+      const typename V::I b0 = value_bytes<V>(q, h, k, 0), b1 = value_bytes<V>(q, h, k, 1),
+                          b2 = value_bytes<V>(q, h, k, 2);
+      const typename V::I lo4 =
+          V::or_and(V::and_(V::template srl16<6>(b0), V::set1_u8(0x03)), V::template srl16<4>(b1), V::set1_u8(0x0c));
+      return V::or_and(lo4, V::template srl16<2>(b2), V::set1_u8(0x30));
+    }
+  }
+  template <class V>
+  LUMEN_KQG_INLINE typename V::I acc_start(const uint8_t* a, int g) {
+    return V::bcast32(a + kActCorr + 4 * g);
+  }
+  template <class V, int H, int J>
+  LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I& wa, typename V::I& wb) {
+    wa = weight<V, J / 2, false>(q, H, k);
+    wb = weight<V, J / 2, true>(q, H, k);
   }
   template <class V>
   LUMEN_KQG_INLINE typename V::I scales(const uint8_t* p) {
@@ -97,9 +151,8 @@ LUMEN_KQG_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   }
   for (int kk = 0; kk < 4; kk++) {
     const int k = 4 * kh + kk;
-    const I x = V::load(q + V::kBytes * (H * 8 + k));
     I wa, wb;
-    Fmt::template weights<V, H, J>(q, k, x, wa, wb);
+    Fmt::template weights<V, H, J>(q, k, wa, wb);
     const int e = 128 * H + 32 * J + 4 * k;
     for (int t = 0; t < T; t++) {
       acc_a[t] = V::dot_u8s8(acc_a[t], wa, V::bcast32(a[t] + e));
@@ -127,11 +180,22 @@ void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uin
     for (int t = 0; t < T; t++) a[t] = act + stride * t + Fmt::kActBytes * static_cast<size_t>(b);
     I isum[T];
     for (int t = 0; t < T; t++) isum[t] = V::zero_i();
-    for (int kh = 0; kh < 2; kh++) {
-      slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
-      slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
-      slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
-      slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+    if constexpr (Fmt::kHalvesOuter) {
+      for (int kh = 0; kh < 2; kh++) {
+        slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
+        slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
+      }
+      for (int kh = 0; kh < 2; kh++) {
+        slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
+        slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+      }
+    } else {
+      for (int kh = 0; kh < 2; kh++) {
+        slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
+        slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
+        slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
+        slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+      }
     }
     const F d = V::load_f16_rows(m + 16 * V::kRows);
     if constexpr (Fmt::kMins) {
@@ -156,7 +220,7 @@ void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uin
   for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
 }
 
-// The MatmulKernel entry points of format Fmt on ISA V.
+// The MatmulKernel entry points of format Fmt on ISA V (compute: the tiles of V::for_tiles).
 template <class V, class Fmt>
 struct SlicesKernel {
   static void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,

@@ -7,7 +7,7 @@ secs="${1:-60}"
 scripts/setup.sh --no-build
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DLUMEN_FUZZ=ON -DLUMEN_BUILD_TESTS=OFF -DLUMEN_BUILD_BENCH=OFF >/dev/null
-ninja -C build-fuzz $(cd tests/fuzz && ls *.cpp | sed 's/\.cpp$//')
+ninja -C build-fuzz lumen_parsers $(cd tests/fuzz && ls *.cpp | sed 's/\.cpp$//')
 shared="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
 
 # Seeds: small files with valid structure. Whole models (MBs each) made every execution copy and
@@ -23,7 +23,7 @@ for f in "$shared"/models/*.gguf "$shared"/models/legacy/*.gguf \
 done
 # Built like the library it links (coverage-instrumented, ASan + UBSan), without libFuzzer's main.
 clang++ -std=c++20 -O1 -fsanitize=fuzzer-no-link,address,undefined -Isrc \
-  tests/fuzz/seeds/make_gguf_seeds.cpp build-fuzz/liblumen.a -lfmt -lpcre2-8 -pthread \
+  tests/fuzz/seeds/make_gguf_seeds.cpp build-fuzz/tests/fuzz/liblumen_parsers.a -lfmt -lpcre2-8 -pthread \
   -o build-fuzz/make_gguf_seeds
 ./build-fuzz/make_gguf_seeds "$seeds"
 

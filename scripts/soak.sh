@@ -9,7 +9,7 @@ minutes="${1:-10}"
 secs=$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 }')
 export LUMEN_SHARED="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
 scripts/setup.sh --no-build
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMEN_SANITIZE=ON -DLUMEN_BUILD_BENCH=OFF >/dev/null
+scripts/configure_asan.sh
 ninja -C build-asan lumen_cli
 # A small quarantine, so that ASan's own memory plateaus within the first quarter of the run.
 export ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -26,13 +26,6 @@ std::string BenchRow::test() const {
   return t;
 }
 
-double BenchRow::avg_ts() const {
-  if (samples_ts.empty()) return 0;
-  double s = 0;
-  for (double x : samples_ts) s += x;
-  return s / static_cast<double>(samples_ts.size());
-}
-
 namespace {
 
 double stddev(const std::vector<double>& v) {
@@ -75,6 +68,8 @@ std::string joined(const std::vector<double>& v, const char* fmt_spec) {
 }
 
 }  // namespace
+
+double BenchRow::avg_ts() const { return mean(samples_ts); }
 
 double BenchRow::stddev_ts() const { return stddev(samples_ts); }
 

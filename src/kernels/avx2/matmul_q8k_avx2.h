@@ -138,6 +138,7 @@ struct Kq {
   using F = __m256;
   static constexpr int kRows = 8;
   static constexpr int kBytes = 32;  // one weight load: 4 bytes of each row
+  static constexpr bool kI16Sums = true;  // dot_u8s8 sums are int16 (saturating pairs, wrapping adds)
 
   LUMEN_KQ2_INLINE I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   LUMEN_KQ2_INLINE I set1_u8(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
@@ -181,6 +182,8 @@ struct Kq {
     const __m128i inter = _mm_unpacklo_epi8(_mm_cvtsi64_si128(lo), _mm_cvtsi64_si128(hi));
     return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(inter, 4), _mm_set1_epi8(0x0f)));
   }
+  // Q4_K/Q5_K scales in scale_sums' form and mins as (2p, 2p+1) int16 pairs, of one block.
+  LUMEN_KQ2_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) { avx2::unpack_k4_scales(m, sc, mp); }
   LUMEN_KQ2_INLINE I bcast32(const uint8_t* p) { return avx2::bcast32(p); }
   LUMEN_KQ2_INLINE F bcast_f32(const uint8_t* p) { return avx2::bcast_f32(p); }
   LUMEN_KQ2_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x8(p); }

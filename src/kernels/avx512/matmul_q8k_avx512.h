@@ -4,6 +4,10 @@
 // internal linkage so no AVX-512 copy can be picked by the linker for baseline code.
 #pragma once
 
+// GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
+// it once inlined (as in attention_avx512.cpp); silence that here, before the headers are read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
@@ -202,6 +206,7 @@ struct Kq {
   using F = __m512;
   static constexpr int kRows = 16;
   static constexpr int kBytes = 64;  // one weight load: 4 bytes of each row
+  static constexpr bool kI16Sums = false;  // dot_u8s8 sums are int32
 
   LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
@@ -243,6 +248,8 @@ struct Kq {
     const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
     return _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), _mm256_set1_epi8(0x0f)));
   }
+  // Q4_K/Q5_K scales in scale_sums' form and mins as (2p, 2p+1) int16 pairs, of one block.
+  LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) { avx512::unpack_k4_scales(m, sc, mp); }
   LUMEN_KQ_INLINE I bcast32(const uint8_t* p) { return avx512::bcast32(p); }
   LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) { return avx512::bcast_f32(p); }
   LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x16(p); }

@@ -9,7 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention.h"
-#include "kernels/avx2/vec_math_avx2.h"
+#include "kernels/avx2/simd_avx2.h"
 
 namespace lumen {
 namespace {

@@ -14,7 +14,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention.h"
-#include "kernels/avx512/vec_math_avx512.h"
+#include "kernels/avx512/simd_avx512.h"
 
 namespace lumen {
 namespace {

@@ -1,0 +1,103 @@
+// AVX2's SIMD layer: one set of names (Vf) that the kernels written once (kernels/generic/)
+// use for float vectors, with avx512::Vf its AVX-512 twin, plus the free functions the AVX2-only
+// kernels call. Everything is static inline (internal linkage), so nothing compiled with AVX2
+// flags can be picked by the linker for baseline code. Include only from files under
+// kernels/avx2/.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/generic/simd128.h"
+#include "kernels/generic/vec_math.h"
+
+#define LUMEN_V_INLINE static inline __attribute__((always_inline))
+
+namespace lumen::avx2 {
+
+// Lanes [0, n) set (n in 0..8; more sets all), for maskload/maskstore.
+LUMEN_V_INLINE __m256i tail_mask(int64_t n) {
+  const int c = n > 8 ? 8 : static_cast<int>(n);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+namespace {  // internal linkage: each translation unit keeps its own copy
+struct Vf {
+  using F = __m256;   // 8 floats
+  using D = __m256d;  // 4 doubles
+  using M = __m256i;  // a lane mask
+  static constexpr int kLanes = 8;
+
+  LUMEN_V_INLINE F zero() { return _mm256_setzero_ps(); }
+  LUMEN_V_INLINE F set1(float v) { return _mm256_set1_ps(v); }
+  LUMEN_V_INLINE F loadu(const float* p) { return _mm256_loadu_ps(p); }
+  LUMEN_V_INLINE F load(const float* p) { return _mm256_load_ps(p); }
+  LUMEN_V_INLINE void storeu(float* p, F v) { _mm256_storeu_ps(p, v); }
+  LUMEN_V_INLINE M mask(int64_t n) { return tail_mask(n); }  // the first min(n, kLanes) lanes
+  // Lanes of m from p (the others zero, not read) / stored to p.
+  LUMEN_V_INLINE F load_m(M m, const float* p) { return _mm256_maskload_ps(p, m); }
+  LUMEN_V_INLINE F load_m_or(M m, const float* p, F fill) {  // lanes off m: fill
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
+  LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm256_maskstore_ps(p, m, v); }
+  LUMEN_V_INLINE F keep(M m, F v) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }  // others 0
+  LUMEN_V_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
+  LUMEN_V_INLINE F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  LUMEN_V_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  LUMEN_V_INLINE F div(F a, F b) { return _mm256_div_ps(a, b); }
+  LUMEN_V_INLINE F max(F a, F b) { return _mm256_max_ps(a, b); }
+  LUMEN_V_INLINE F min(F a, F b) { return _mm256_min_ps(a, b); }
+  LUMEN_V_INLINE F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  LUMEN_V_INLINE F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+  // a * b rounded to float on its own: the empty asm hides the product from GCC, which would
+  // otherwise contract it with a following add into an FMA; the references round separately.
+  LUMEN_V_INLINE F mul_rounded(F a, F b) {
+    F p = _mm256_mul_ps(a, b);
+    asm("" : "+x"(p));
+    return p;
+  }
+  // Even lanes a - b, odd lanes a + b (adding the negated b: the same rounding).
+  LUMEN_V_INLINE F sub_even_add_odd(F a, F b) {
+    const F sign = _mm256_castsi256_ps(_mm256_set1_epi64x(static_cast<int64_t>(0x80000000ll)));
+    return _mm256_add_ps(a, _mm256_xor_ps(b, sign));
+  }
+  LUMEN_V_INLINE F swap_pairs(F v) { return _mm256_permute_ps(v, 0xb1); }  // (1, 0, 3, 2, ...)
+  LUMEN_V_INLINE F round_even(F v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // y * 2^n for integral n in [-150, 129], as two factors 2^(n/2) 2^(n - n/2) so that subnormal
+  // results and overflow come out right without AVX-512's scalef.
+  LUMEN_V_INLINE F scale_pow2(F y, F n) {
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1);
+    const __m256i n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const F f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const F f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, f1), f2);
+  }
+  LUMEN_V_INLINE float first(F v) { return _mm256_cvtss_f32(v); }
+  LUMEN_V_INLINE float hsum(F v) {
+    return simd128::hsum(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+  }
+  LUMEN_V_INLINE float hmax(F v) {
+    return simd128::hmax(_mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+  }
+  // Doubles: the float vector's lower and upper halves widened, and their arithmetic.
+  LUMEN_V_INLINE D zero_d() { return _mm256_setzero_pd(); }
+  LUMEN_V_INLINE D lo_d(F v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+  LUMEN_V_INLINE D hi_d(F v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+  LUMEN_V_INLINE D add_d(D a, D b) { return _mm256_add_pd(a, b); }
+  LUMEN_V_INLINE D fmadd_d(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
+  LUMEN_V_INLINE double hsum(D v) {
+    return simd128::hsum(_mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1)));
+  }
+};
+}  // namespace
+
+LUMEN_V_INLINE __m256 exp(__m256 x) { return vec_math::exp<Vf>(x); }
+LUMEN_V_INLINE float exp1(float x) { return vec_math::exp1<Vf>(x); }
+LUMEN_V_INLINE float hsum(__m256 v) { return Vf::hsum(v); }
+LUMEN_V_INLINE double hsum(__m256d v) { return Vf::hsum(v); }
+LUMEN_V_INLINE float hmax(__m256 v) { return Vf::hmax(v); }
+
+}  // namespace lumen::avx2

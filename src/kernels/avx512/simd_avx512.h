@@ -1,0 +1,94 @@
+// AVX-512's SIMD layer: one set of names (Vf) that the kernels written once (kernels/generic/)
+// use for float vectors, with avx2::Vf its AVX2 twin, plus the free functions the AVX-512-only
+// kernels call. Everything is static inline (internal linkage), so nothing compiled with
+// AVX-512 flags can be picked by the linker for baseline code. Include only from files under
+// kernels/avx512/.
+#pragma once
+
+// GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
+// it once inlined; silence that here, before the headers are read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/generic/simd128.h"
+#include "kernels/generic/vec_math.h"
+
+#define LUMEN_V_INLINE static inline __attribute__((always_inline))
+
+namespace lumen::avx512 {
+
+LUMEN_V_INLINE __mmask16 tail_mask(int64_t n) {  // the first n (0..16; more: all) lanes
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+namespace {  // internal linkage: each translation unit keeps its own copy
+struct Vf {
+  using F = __m512;   // 16 floats
+  using D = __m512d;  // 8 doubles
+  using M = __mmask16;
+  static constexpr int kLanes = 16;
+
+  LUMEN_V_INLINE F zero() { return _mm512_setzero_ps(); }
+  LUMEN_V_INLINE F set1(float v) { return _mm512_set1_ps(v); }
+  LUMEN_V_INLINE F loadu(const float* p) { return _mm512_loadu_ps(p); }
+  LUMEN_V_INLINE F load(const float* p) { return _mm512_load_ps(p); }
+  LUMEN_V_INLINE void storeu(float* p, F v) { _mm512_storeu_ps(p, v); }
+  LUMEN_V_INLINE M mask(int64_t n) { return tail_mask(n); }  // the first min(n, kLanes) lanes
+  // Lanes of m from p (the others zero, not read) / stored to p.
+  LUMEN_V_INLINE F load_m(M m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+  LUMEN_V_INLINE F load_m_or(M m, const float* p, F fill) { return _mm512_mask_loadu_ps(fill, m, p); }  // off m: fill
+  LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+  LUMEN_V_INLINE F keep(M m, F v) { return _mm512_maskz_mov_ps(m, v); }  // others 0
+  LUMEN_V_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
+  LUMEN_V_INLINE F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  LUMEN_V_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  LUMEN_V_INLINE F div(F a, F b) { return _mm512_div_ps(a, b); }
+  LUMEN_V_INLINE F max(F a, F b) { return _mm512_max_ps(a, b); }
+  LUMEN_V_INLINE F min(F a, F b) { return _mm512_min_ps(a, b); }
+  LUMEN_V_INLINE F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  LUMEN_V_INLINE F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  // a * b rounded to float on its own: the empty asm hides the product from GCC, which would
+  // otherwise contract it with a following add into an FMA; the references round separately.
+  LUMEN_V_INLINE F mul_rounded(F a, F b) {
+    F p = _mm512_mul_ps(a, b);
+    asm("" : "+v"(p));
+    return p;
+  }
+  // Even lanes a - b, odd lanes a + b.
+  LUMEN_V_INLINE F sub_even_add_odd(F a, F b) { return _mm512_mask_add_ps(_mm512_sub_ps(a, b), 0xaaaa, a, b); }
+  LUMEN_V_INLINE F swap_pairs(F v) { return _mm512_permute_ps(v, 0xb1); }  // (1, 0, 3, 2, ...)
+  LUMEN_V_INLINE F round_even(F v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // y * 2^n (n integral): scalef, with correct subnormals and overflow.
+  LUMEN_V_INLINE F scale_pow2(F y, F n) { return _mm512_scalef_ps(y, n); }
+  LUMEN_V_INLINE float first(F v) { return _mm_cvtss_f32(_mm512_castps512_ps128(v)); }
+  LUMEN_V_INLINE float hsum(F v) {
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    return simd128::hsum(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+  }
+  LUMEN_V_INLINE float hmax(F v) {
+    const __m256 a = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    return simd128::hmax(_mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+  }
+  // Doubles: the float vector's lower and upper halves widened, and their arithmetic.
+  LUMEN_V_INLINE D zero_d() { return _mm512_setzero_pd(); }
+  LUMEN_V_INLINE D lo_d(F v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+  LUMEN_V_INLINE D hi_d(F v) { return _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)); }
+  LUMEN_V_INLINE D add_d(D a, D b) { return _mm512_add_pd(a, b); }
+  LUMEN_V_INLINE D fmadd_d(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
+  LUMEN_V_INLINE double hsum(D v) {
+    const __m256d a = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+    return simd128::hsum(_mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1)));
+  }
+};
+}  // namespace
+
+LUMEN_V_INLINE __m512 exp(__m512 x) { return vec_math::exp<Vf>(x); }
+LUMEN_V_INLINE float exp1(float x) { return vec_math::exp1<Vf>(x); }
+LUMEN_V_INLINE float hsum(__m512 v) { return Vf::hsum(v); }
+LUMEN_V_INLINE double hsum(__m512d v) { return Vf::hsum(v); }
+LUMEN_V_INLINE float hmax(__m512 v) { return Vf::hmax(v); }
+
+}  // namespace lumen::avx512

@@ -34,6 +34,15 @@ struct Vf {
   LUMEN_V_INLINE F loadu(const float* p) { return _mm256_loadu_ps(p); }
   LUMEN_V_INLINE F load(const float* p) { return _mm256_load_ps(p); }
   LUMEN_V_INLINE void storeu(float* p, F v) { _mm256_storeu_ps(p, v); }
+  LUMEN_V_INLINE void store(float* p, F v) { _mm256_store_ps(p, v); }
+  LUMEN_V_INLINE F bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  // kLanes 16-bit values at p (aligned) widened: F16, or BF16 (a float's upper half).
+  LUMEN_V_INLINE F load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p))); }
+  LUMEN_V_INLINE F load_bf16(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  }
+  // v rounded to the nearest F16 (ties to even) and widened back.
+  LUMEN_V_INLINE F round_f16(F v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   LUMEN_V_INLINE M mask(int64_t n) { return tail_mask(n); }  // the first min(n, kLanes) lanes
   // Lanes of m from p (the others zero, not read) / stored to p.
   LUMEN_V_INLINE F load_m(M m, const float* p) { return _mm256_maskload_ps(p, m); }

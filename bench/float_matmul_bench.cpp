@@ -39,7 +39,7 @@ const BenchWeights& weights(GgmlType type, int64_t n_in, int64_t n_out) {
       if (type == GgmlType::F32) std::memcpy(&slot->bytes[o * row_bytes], row.data(), row_bytes);
       else type_traits(type).from_float(row.data(), &slot->bytes[o * row_bytes], n_in);
     }
-    slot->w = WeightMatrix{type, n_in, n_out, slot->bytes.data(), row_bytes};
+    slot->w = WeightMatrix{type, n_in, n_out, slot->bytes.data(), row_bytes, nullptr, nullptr};
     prepare_weights(slot->w, active_isa());
   }
   return *slot;

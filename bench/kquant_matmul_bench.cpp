@@ -61,7 +61,7 @@ const BenchWeights& weights(GgmlType type, int64_t n_in, int64_t n_out, int64_t 
     const size_t n_copies = streamed ? (size_t{256} << 20) / one + 1 : 1;
     for (size_t c = 0; c < n_copies; c++) {
       std::vector<uint8_t> raw = random_blocks(type, n_in, n_out, static_cast<uint32_t>(c + 1));
-      WeightMatrix w{type, n_in, n_out, raw.data(), row_size(type, n_in)};
+      WeightMatrix w{type, n_in, n_out, raw.data(), row_size(type, n_in), nullptr, nullptr};
       prepare_weights(w, active_isa());
       if (w.packed->data == raw.data())
         slot->bytes.push_back(std::move(raw));  // kernel reads rows in place

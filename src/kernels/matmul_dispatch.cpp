@@ -1,26 +1,14 @@
-// The registered per-ISA matmul kernels. To add one: declare it in its ISA folder's header and
-// list it here. Lookup takes the first entry for the type whose ISA the caller allows, so list
-// the best kernels first.
-#include <vector>
+// The matmul dispatch table: for each (weight type, ISA), the kernel written for exactly that
+// pair, or none. To add a kernel: declare it in its ISA folder's matmul_<isa>.h and list it in
+// kKernels (the list's order means nothing: each entry files itself under its own type and
+// ISA). Lookup walks down from the requested ISA to the first level with a kernel for the type,
+// then falls back to the scalar reference kernel.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 
-#include "kernels/avx2/matmul_float_avx2.h"
-#include "kernels/avx2/matmul_iq4nl_avx2.h"
-#include "kernels/avx2/matmul_q2k_avx2.h"
-#include "kernels/avx2/matmul_q3k_avx2.h"
-#include "kernels/avx2/matmul_q4_avx2.h"
-#include "kernels/avx2/matmul_q4k_avx2.h"
-#include "kernels/avx2/matmul_q5_avx2.h"
-#include "kernels/avx2/matmul_q6k_avx2.h"
-#include "kernels/avx2/matmul_q8_avx2.h"
-#include "kernels/avx512/matmul_float_avx512.h"
-#include "kernels/avx512/matmul_iq4nl_avx512.h"
-#include "kernels/avx512/matmul_q2k_avx512.h"
-#include "kernels/avx512/matmul_q3k_avx512.h"
-#include "kernels/avx512/matmul_q4_avx512.h"
-#include "kernels/avx512/matmul_q4k_avx512.h"
-#include "kernels/avx512/matmul_q5_avx512.h"
-#include "kernels/avx512/matmul_q6k_avx512.h"
-#include "kernels/avx512/matmul_q8_avx512.h"
+#include "kernels/avx2/matmul_avx2.h"
+#include "kernels/avx512/matmul_avx512.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -28,35 +16,37 @@ namespace lumen {
 
 namespace {
 
-const std::vector<const MatmulKernel*>& registered() {
-  static const std::vector<const MatmulKernel*> table = {
-      // e.g. &kMatmulQ8_0Avx512,
-      &kMatmulQ8_0Avx512,
-      &kMatmulQ4_0Avx512,
-      &kMatmulQ4_1Avx512,
-      &kMatmulQ5_0Avx512,
-      &kMatmulQ5_1Avx512,
-      &kMatmulIq4NlAvx512,
-      &kMatmulQ8_0Avx2,
-      &kMatmulQ4_0Avx2,
-      &kMatmulQ4_1Avx2,
-      &kMatmulQ5_0Avx2,
-      &kMatmulQ5_1Avx2,
-      &kMatmulIq4NlAvx2,
-      &kMatmulQ4_KAvx512,
-      &kMatmulQ6_KAvx512,
-      &kMatmulQ4_KAvx2,
-      &kMatmulQ6_KAvx2,
-      &kMatmulF16Avx512, &kMatmulBf16Avx512, &kMatmulF32Avx512,
-      &kMatmulF16Avx2, &kMatmulBf16Avx2, &kMatmulF32Avx2,
-      &kMatmulQ5_KAvx512,
-      &kMatmulQ3_KAvx512,
-      &kMatmulQ2_KAvx512,
-      &kMatmulQ5_KAvx2,
-      &kMatmulQ3_KAvx2,
-      &kMatmulQ2_KAvx2,
-  };
-  return table;
+constexpr const MatmulKernel* kKernels[] = {
+    &kMatmulF32Avx2,    &kMatmulF16Avx2,    &kMatmulBf16Avx2,                                               //
+    &kMatmulQ8_0Avx2,   &kMatmulQ4_0Avx2,   &kMatmulQ4_1Avx2,   &kMatmulQ5_0Avx2,   &kMatmulQ5_1Avx2,    //
+    &kMatmulIq4NlAvx2,                                                                                     //
+    &kMatmulQ2_KAvx2,   &kMatmulQ3_KAvx2,   &kMatmulQ4_KAvx2,   &kMatmulQ5_KAvx2,   &kMatmulQ6_KAvx2,    //
+    &kMatmulF32Avx512,  &kMatmulF16Avx512,  &kMatmulBf16Avx512,                                            //
+    &kMatmulQ8_0Avx512, &kMatmulQ4_0Avx512, &kMatmulQ4_1Avx512, &kMatmulQ5_0Avx512, &kMatmulQ5_1Avx512,  //
+    &kMatmulIq4NlAvx512,                                                                                   //
+    &kMatmulQ2_KAvx512, &kMatmulQ3_KAvx512, &kMatmulQ4_KAvx512, &kMatmulQ5_KAvx512, &kMatmulQ6_KAvx512,  //
+};
+
+constexpr size_t kTypeSlots = 64;  // above every GgmlType value
+constexpr size_t kIsaSlots = static_cast<size_t>(Isa::Avx512) + 1;
+using Table = std::array<std::array<const MatmulKernel*, kIsaSlots>, kTypeSlots>;
+
+// Built once, on first use. Two kernels for one (type, ISA), or a type beyond the table, is a
+// programming error caught by the first matmul of any test.
+const Table& table() {
+  static const Table t = [] {
+    Table built{};
+    for (const MatmulKernel* k : kKernels) {
+      const auto type = static_cast<size_t>(k->weight_type), isa = static_cast<size_t>(k->isa);
+      if (type >= kTypeSlots || isa >= kIsaSlots || built[type][isa] != nullptr) {
+        std::fprintf(stderr, "lumen: matmul kernel %s: its (type, ISA) slot is taken or out of range\n", k->name);
+        std::abort();
+      }
+      built[type][isa] = k;
+    }
+    return built;
+  }();
+  return t;
 }
 
 }  // namespace
@@ -66,8 +56,10 @@ const MatmulKernel* find_f16_as_bf16_kernel(Isa isa) {
 }
 
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
-  for (const MatmulKernel* k : registered())
-    if (k->weight_type == type && static_cast<int>(k->isa) <= static_cast<int>(isa)) return k;
+  const auto t = static_cast<size_t>(type);
+  if (t < kTypeSlots)
+    for (int i = static_cast<int>(isa); i > static_cast<int>(Isa::Scalar); i--)
+      if (const MatmulKernel* k = table()[t][static_cast<size_t>(i)]) return k;
   return reference_matmul_kernel(type);
 }
 

@@ -1,9 +1,9 @@
-// The matmul kernel table. For each (ISA, weight type) one MatmulKernel says how to repack the
+// The matmul kernel table. For each (weight type, ISA) one MatmulKernel says how to repack the
 // weights once at load, how to convert activation rows, and how to compute a block of outputs.
 // matmul() (kernels/matmul.cpp) drives them: it converts the activations, then splits the
 // output rows across the thread pool and calls compute() on each share. The reference kernels
 // (kernels/ref/) use the traits table's scalar vec_dot on the original rows; per-ISA kernels
-// (kernels/avx2/, kernels/avx512/) are registered in matmul_dispatch.cpp and must agree with
+// (kernels/avx2/, kernels/avx512/) are filed in matmul_dispatch.cpp's (type, ISA) table and must agree with
 // the reference within float rounding (same activation quantization, exact integer dots).
 #pragma once
 
@@ -53,7 +53,7 @@ struct MatmulKernel {
                   float* y, int64_t ldy, int64_t r0, int64_t r1);
 };
 
-// The kernel for this weight type on this ISA: the best registered one whose ISA is <= isa,
+// The kernel for this weight type on this ISA: the table's kernel at the highest level <= isa,
 // else the scalar reference kernel. nullptr when the type has no matmul support at all.
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 

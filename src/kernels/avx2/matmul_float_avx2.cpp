@@ -1,6 +1,6 @@
 // AVX2 float-weight matmul kernels (see the header): kernels/generic/matmul_float.h over
 // avx2::FloatMm.
-#include "kernels/avx2/matmul_float_avx2.h"
+#include "kernels/avx2/matmul_avx2.h"
 
 #include "kernels/avx2/simd_avx2.h"
 #include "kernels/generic/matmul_float.h"

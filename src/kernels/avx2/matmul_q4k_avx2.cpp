@@ -1,7 +1,7 @@
 // Q4_K and Q5_K x Q8_K matmuls, AVX2: kernels/generic/kq_nibbles.h over avx2::Kq (8-row groups,
 // vpmaddubsw int16 pair sums widened by vpmaddwd with the sub-block scale; a tile is 8 rows x
 // 1..2 tokens, the most the 16 YMM registers hold).
-#include "kernels/avx2/matmul_q4k_avx2.h"
+#include "kernels/avx2/matmul_avx2.h"
 
 #include "kernels/avx2/matmul_q8k_avx2.h"
 #include "kernels/generic/kq_nibbles.h"

@@ -1,7 +1,7 @@
 // Q6_K x Q8_K matmul, AVX2: kernels/generic/kq_slices.h over avx2::Kq (8-row groups,
 // vpmaddubsw int16 pair sums starting at ActCorr::Pairs16, widened by vpmaddwd with the group
 // scale; a tile is 8 rows x 1..2 tokens).
-#include "kernels/avx2/matmul_q6k_avx2.h"
+#include "kernels/avx2/matmul_avx2.h"
 
 #include "kernels/avx2/matmul_q8k_avx2.h"
 #include "kernels/generic/kq_slices.h"

@@ -1,7 +1,7 @@
 // AVX-512 float-weight matmul kernels (see the header): kernels/generic/matmul_float.h over
 // avx512::FloatMm, plus what only AVX-512 has: BF16 weights through vdpbf16ps (pairs of k per
 // row, the activations rounded to BF16 pairs), also the opt-in F16-as-BF16 kernel.
-#include "kernels/avx512/matmul_float_avx512.h"
+#include "kernels/avx512/matmul_avx512.h"
 
 #include "core/dtype.h"
 #include "kernels/avx512/simd_avx512.h"

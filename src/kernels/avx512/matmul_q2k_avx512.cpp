@@ -1,7 +1,7 @@
 // Q2_K x Q8_K matmul, AVX-512 VNNI: kernels/generic/kq_slices.h over avx512::Kq (16-row
 // groups, vpdpbusd int32 sums times the group scale, minimums through vpdpwssd; a tile is 16
 // rows x 1..4 tokens, every weight vector feeding T tokens).
-#include "kernels/avx512/matmul_q2k_avx512.h"
+#include "kernels/avx512/matmul_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
 #include "kernels/generic/kq_slices.h"

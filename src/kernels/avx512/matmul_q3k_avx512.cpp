@@ -1,7 +1,7 @@
 // Q3_K x Q8_K matmul, AVX-512 VNNI: kernels/generic/kq_slices.h over avx512::Kq (16-row
 // groups, vpdpbusd int32 sums starting at ActCorr::Int32, times the group scale; the high bit
 // joins the low two in one vpternlogd; a tile is 16 rows x 1..4 tokens).
-#include "kernels/avx512/matmul_q3k_avx512.h"
+#include "kernels/avx512/matmul_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
 #include "kernels/generic/kq_slices.h"

@@ -4,7 +4,7 @@
 // Q4_K), here alone because only AVX-512's 32 registers hold it: 2 row groups x 6 tokens, one
 // sub-block at a time (for_gemm_tiles in matmul_q8k_avx512.h), the 12 sub-block sums in
 // registers and the scales read from memory by vpmulld.
-#include "kernels/avx512/matmul_q4k_avx512.h"
+#include "kernels/avx512/matmul_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
 #include "kernels/generic/kq_nibbles.h"

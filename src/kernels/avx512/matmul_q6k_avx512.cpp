@@ -10,7 +10,7 @@
 // rows x T (1..4) tokens, every weight vector feeding T tokens. More tokens (prefill), here
 // alone because only AVX-512's 32 registers hold it: 2 row groups x 6 tokens, one scale group
 // at a time (for_gemm_tiles in matmul_q8k_avx512.h).
-#include "kernels/avx512/matmul_q6k_avx512.h"
+#include "kernels/avx512/matmul_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
 #include "kernels/generic/kq_slices.h"

@@ -1,7 +1,6 @@
-// Shared AVX-512 VNNI machinery of the 32-element block kernels (included only by
-// src/kernels/avx512/matmul_q*_avx512.cpp). Everything here has internal linkage and uses no
-// library templates: an inline function instantiated in an AVX-512 translation unit could be
-// picked by the linker for baseline callers.
+// The 32-element block kernels on AVX-512 VNNI (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL).
+// Everything here has internal linkage and uses no library templates: an inline function
+// instantiated in an AVX-512 translation unit could be picked by the linker for baseline callers.
 //
 // Layout: kernels/quant_pack.h. Per block and group of 16 rows, 8 vpdpbusd (one per 4-quant
 // chunk) of the 16 rows' unsigned quants with a broadcast chunk of the token's int8 activation
@@ -10,7 +9,6 @@
 // int32 dots then meet d_w (16 lanes, fp16 -> f32) * d_a in one FMA per (row group, token).
 // A tile of G groups x T tokens shares every weight vector across T tokens and every
 // activation broadcast across G groups.
-#pragma once
 
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined (as in attention_avx512.cpp); silence that here, before the headers are read.
@@ -22,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx512/matmul_avx512.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_pack.h"
 
@@ -347,5 +346,51 @@ void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_st
   }
 }
 
+void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/true); }
+
 }  // namespace
+
+// Q8_0 x Q8_0 on AVX-512 VNNI: weights repacked as q+128 (u8) in 16-row chunk layout, so
+// vpdpbusd multiplies them with the signed activations; the block's activation sum times -128
+// (computed once per token) undoes the offset exactly.
+const MatmulKernel kMatmulQ8_0Avx512 = {
+    "q8_0/avx512-vnni", GgmlType::Q8_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<128, false>, q32_compute_avx512<Q32FmtQ8_0>,
+};
+
+// Q4_0 x Q8_0 on AVX-512 VNNI: the nibbles are already unsigned (q = 0..15 for x = d*(q-8)),
+// so vpdpbusd takes them as they are after one AND / shift+AND per 64 bytes, and the
+// activation correction -8 * sum(a) undoes the offset 8.
+const MatmulKernel kMatmulQ4_0Avx512 = {
+    "q4_0/avx512-vnni", GgmlType::Q4_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<8, false>, q32_compute_avx512<Q32FmtQ4_0>,
+};
+
+// Q4_1 x Q8_1: x = d*q + m, so the block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a),
+// from the activation conversion); the nibbles need no offset.
+const MatmulKernel kMatmulQ4_1Avx512 = {
+    "q4_1/avx512-vnni", GgmlType::Q4_1, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<0, true>, q32_compute_avx512<Q32FmtQ4_1>,
+};
+
+// Q5_0 / Q5_1 on AVX-512 VNNI: the low nibbles as in Q4_0; the fifth bits, stored as 64-bit
+// masks per chunk vector, set bit 4 of the unsigned quant with one masked byte add. Q5_0's
+// offset 16 is undone by the activation correction -16 * sum(a); Q5_1 adds m_w * s_a per block.
+const MatmulKernel kMatmulQ5_0Avx512 = {
+    "q5_0/avx512-vnni", GgmlType::Q5_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<16, false>, q32_compute_avx512<Q32FmtQ5_0>,
+};
+
+const MatmulKernel kMatmulQ5_1Avx512 = {
+    "q5_1/avx512-vnni", GgmlType::Q5_1, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<0, true>, q32_compute_avx512<Q32FmtQ5_1>,
+};
+
+// IQ4_NL x Q8_0 on AVX-512 VNNI: a byte shuffle maps each nibble to its level + 128 (1..241,
+// unsigned), and the activation correction -128 * sum(a) removes the 128.
+const MatmulKernel kMatmulIq4NlAvx512 = {
+    "iq4_nl/avx512-vnni", GgmlType::IQ4_NL, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx512<128, false>, q32_compute_avx512<Q32FmtIq4nl>,
+};
+
 }  // namespace lumen

@@ -1,7 +1,6 @@
-// Shared AVX2 machinery of the 32-element block kernels (included only by
-// src/kernels/avx2/matmul_q*_avx2.cpp). Internal linkage only and no library templates: an
-// inline function instantiated in an AVX2 translation unit could be picked by the linker for
-// baseline callers.
+// The 32-element block kernels on AVX2 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL). Internal linkage
+// only and no library templates: an inline function instantiated in an AVX2 translation unit
+// could be picked by the linker for baseline callers.
 //
 // Same packed layout as the AVX-512 kernels (kernels/quant_pack.h), read as two 8-row halves
 // per 64-byte chunk vector. Without VNNI the int8 dot is vpmaddubsw (u8 x s8 -> s16 pairs,
@@ -10,7 +9,6 @@
 //    a pair is at most 2 * 128 * 127 = 32512, so each chunk is widened right away;
 //  - unsigned nibbles (Q4_0/Q4_1, 0..15) stay in s16 for the whole block (16 products of at
 //    most 15 * 127 per lane = 30480), 5-bit quants (Q5_0/Q5_1) for one pair of chunks.
-#pragma once
 
 #include <immintrin.h>
 
@@ -18,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx2/matmul_avx2.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_pack.h"
 
@@ -269,5 +268,50 @@ void q32_compute_avx2(const WeightMatrix& w, const uint8_t* act, size_t act_stri
   }
 }
 
+void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/false); }
+
 }  // namespace
+
+// Q8_0 x Q8_0 on AVX2: weights kept signed in the 16-row chunk layout; vpmaddubsw takes
+// |w| and the activation with w's sign (no saturation: |w| <= 128, |a| <= 127).
+const MatmulKernel kMatmulQ8_0Avx2 = {
+    "q8_0/avx2", GgmlType::Q8_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<0, false>, q32_compute_avx2<Avx2FmtQ8_0>,
+};
+
+// Q4_0 x Q8_0 on AVX2: unsigned nibbles straight into vpmaddubsw, s16 sums over the whole
+// block, one vpmaddwd per block; the activation correction -8 * sum(a) undoes the offset 8.
+const MatmulKernel kMatmulQ4_0Avx2 = {
+    "q4_0/avx2", GgmlType::Q4_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<8, false>, q32_compute_avx2<Avx2FmtQ4_0>,
+};
+
+// Q4_1 x Q8_1: x = d*q + m, so the block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a),
+// from the activation conversion); the nibbles need no offset.
+const MatmulKernel kMatmulQ4_1Avx2 = {
+    "q4_1/avx2", GgmlType::Q4_1, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<0, true>, q32_compute_avx2<Avx2FmtQ4_1>,
+};
+
+// Q5_0 / Q5_1 on AVX2: the low nibbles as in Q4_0; the fifth bits, stored as bit masks per
+// chunk vector, are spread to bytes (shuffle, test, and) and ORed in as bit 4 of the unsigned
+// quant. Q5_0's offset 16 is undone by the activation correction -16 * sum(a); Q5_1 adds
+// m_w * s_a per block.
+const MatmulKernel kMatmulQ5_0Avx2 = {
+    "q5_0/avx2", GgmlType::Q5_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<16, false>, q32_compute_avx2<Avx2FmtQ5_0>,
+};
+
+const MatmulKernel kMatmulQ5_1Avx2 = {
+    "q5_1/avx2", GgmlType::Q5_1, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<0, true>, q32_compute_avx2<Avx2FmtQ5_1>,
+};
+
+// IQ4_NL x Q8_0 on AVX2: byte shuffles map each nibble to its signed level and to its
+// magnitude, which meet the activations through the sign trick (no offset).
+const MatmulKernel kMatmulIq4NlAvx2 = {
+    "iq4_nl/avx2", GgmlType::IQ4_NL, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
+    q32_convert_act_avx2<0, false>, q32_compute_avx2<Avx2FmtIq4nl>,
+};
+
 }  // namespace lumen

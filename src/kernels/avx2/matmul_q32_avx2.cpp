@@ -10,80 +10,27 @@
 //  - unsigned nibbles (Q4_0/Q4_1, 0..15) stay in s16 for the whole block (16 products of at
 //    most 15 * 127 per lane = 30480), 5-bit quants (Q5_0/Q5_1) for one pair of chunks.
 
-#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "kernels/avx2/matmul_avx2.h"
+#include "kernels/avx2/simd_avx2.h"
+#include "kernels/generic/quantize_act.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_pack.h"
 
 namespace lumen {
 namespace {
 
-// ---- activation conversion: bit-identical to the reference from_float_q8_0 / q8_1 ----
-
-inline float avx2_hmax_ps(__m256 v) {
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_max_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-
-inline int avx2_hsum_epi32(__m256i v) {
-  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4e));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1));
-  return _mm_cvtsi128_si32(q);
-}
-
-inline float avx2_round_fp16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
-
-// kQ8_1 false: Q8_0 family, corr = -kBias * sum(q). kQ8_1 true: s = fp16(d * sum(q)).
-template <int kBias, bool kQ8_1>
-void q32_convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in) {
-  auto* out = reinterpret_cast<Q32ActBlock*>(dst);
-  const int64_t nb = n_in / kQ32Block;
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256i lo = _mm256_set1_epi32(-128), hi = _mm256_set1_epi32(127);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  for (int64_t b = 0; b < nb; b++, x += kQ32Block) {
-    __m256 v[4];
-    for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 8 * i);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
-                                   _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
-    const float amax = avx2_hmax_ps(m);
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const __m256 vid = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int i = 0; i < 4; i++) {
-      // x * id rounded ties-to-even (nearbyint in the default mode), then exact conversion.
-      const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[i], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      q[i] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(r), hi), lo);
-    }
-    const int sum = avx2_hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
-    // packs interleave 128-bit lanes: (q0 q1) -> words [q0l q1l q0h q1h], then bytes
-    // [q0l q1l q2l q3l | q0h q1h q2h q3h] in dword units; the permute restores element order.
-    const __m256i w01 = _mm256_packs_epi32(q[0], q[1]);
-    const __m256i w23 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), order);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs), bytes);
-    out[b].d = avx2_round_fp16(d);
-    if constexpr (kQ8_1) out[b].s = avx2_round_fp16(d * static_cast<float>(sum));
-    else out[b].corr = -kBias * sum;
-  }
-}
-
-inline int32_t avx2_load_i32(const void* p) {
+inline int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
 }
 
-inline uint32_t avx2_load_u32(const void* p) {
+inline uint32_t load_u32(const void* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
   return v;
@@ -91,12 +38,12 @@ inline uint32_t avx2_load_u32(const void* p) {
 
 // ---- weight formats. Half h of chunk vectors p and p+4 (rows 8h..8h+7). ----
 
-enum class Avx2Kind { Signed, Nibble4, Nibble5 };
+enum class Q32Kind { Signed, Nibble4, Nibble5 };
 
-struct Avx2FmtQ8_0 {
+struct Q32FmtQ8_0 {
   static constexpr int kQBytes = 512, kScaleBytes = 32;
   static constexpr bool kBiased = false, kMin = false;
-  static constexpr Avx2Kind kKind = Avx2Kind::Signed;
+  static constexpr Q32Kind kKind = Q32Kind::Signed;
   // Signed values and their magnitudes.
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
     s0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * p + 32 * h));
@@ -106,10 +53,10 @@ struct Avx2FmtQ8_0 {
   }
 };
 
-struct Avx2FmtIq4nl {
+struct Q32FmtIq4nl {
   static constexpr int kQBytes = 256, kScaleBytes = 32;
   static constexpr bool kBiased = false, kMin = false;
-  static constexpr Avx2Kind kKind = Avx2Kind::Signed;
+  static constexpr Q32Kind kKind = Q32Kind::Signed;
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
     const __m256i levels = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
                                             -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
@@ -126,7 +73,7 @@ struct Avx2FmtIq4nl {
 };
 
 // Bit j of m (j < 32) -> byte j of the result: 0x10 when set, else 0.
-inline __m256i avx2_expand_bits16(uint32_t m) {
+inline __m256i expand_bits16(uint32_t m) {
   const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
@@ -136,10 +83,10 @@ inline __m256i avx2_expand_bits16(uint32_t m) {
 }
 
 template <bool kHasMin, bool kFive>
-struct Avx2FmtNibbles {
+struct Q32FmtNibbles {
   static constexpr int kQBytes = kFive ? 320 : 256, kScaleBytes = kHasMin ? 64 : 32;
   static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
-  static constexpr Avx2Kind kKind = kFive ? Avx2Kind::Nibble5 : Avx2Kind::Nibble4;
+  static constexpr Q32Kind kKind = kFive ? Q32Kind::Nibble5 : Q32Kind::Nibble4;
   // Unsigned quants of chunks p and p+4.
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& u0, __m256i& u1) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -147,20 +94,20 @@ struct Avx2FmtNibbles {
     u0 = _mm256_and_si256(raw, m4);
     u1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
     if constexpr (kFive) {
-      u0 = _mm256_or_si256(u0, avx2_expand_bits16(avx2_load_u32(q + 256 + 16 * p + 4 * h)));
-      u1 = _mm256_or_si256(u1, avx2_expand_bits16(avx2_load_u32(q + 256 + 16 * p + 8 + 4 * h)));
+      u0 = _mm256_or_si256(u0, expand_bits16(load_u32(q + 256 + 16 * p + 4 * h)));
+      u1 = _mm256_or_si256(u1, expand_bits16(load_u32(q + 256 + 16 * p + 8 + 4 * h)));
     }
   }
 };
-using Avx2FmtQ4_0 = Avx2FmtNibbles<false, false>;
-using Avx2FmtQ4_1 = Avx2FmtNibbles<true, false>;
-using Avx2FmtQ5_0 = Avx2FmtNibbles<false, true>;
-using Avx2FmtQ5_1 = Avx2FmtNibbles<true, true>;
+using Q32FmtQ4_0 = Q32FmtNibbles<false, false>;
+using Q32FmtQ4_1 = Q32FmtNibbles<true, false>;
+using Q32FmtQ5_0 = Q32FmtNibbles<false, true>;
+using Q32FmtQ5_1 = Q32FmtNibbles<true, true>;
 
 // ---- the register tile: H halves (8 rows each; H even = H/2 groups) x T tokens ----
 
 template <class F, int H, int T>
-inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
+inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
                           float* y, int64_t ldy, int64_t row0, int64_t row_end) {
   constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
   const __m256i ones = _mm256_set1_epi16(1);
@@ -180,12 +127,12 @@ inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, con
     for (int p = 0; p < 4; p++) {
       for (int h = 0; h < H; h++) {
         const uint8_t* q = qb + (h >> 1) * group_bytes;
-        if constexpr (F::kKind == Avx2Kind::Signed) {
+        if constexpr (F::kKind == Q32Kind::Signed) {
           __m256i s0, m0, s1, m1;
           F::unpack(q, p, h & 1, s0, m0, s1, m1);
           for (int t = 0; t < T; t++) {
-            const __m256i a0 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 4 * p));
-            const __m256i a1 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i a0 = _mm256_set1_epi32(load_i32(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
             const __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(a0, s0)), ones);
             const __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(a1, s1)), ones);
             iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_add_epi32(d0, d1));
@@ -194,10 +141,10 @@ inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, con
           __m256i u0, u1;
           F::unpack(q, p, h & 1, u0, u1);
           for (int t = 0; t < T; t++) {
-            const __m256i a0 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 4 * p));
-            const __m256i a1 = _mm256_set1_epi32(avx2_load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i a0 = _mm256_set1_epi32(load_i32(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
             const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, a0), _mm256_maddubs_epi16(u1, a1));
-            if constexpr (F::kKind == Avx2Kind::Nibble4) iacc[h][t] = _mm256_add_epi16(iacc[h][t], s16);
+            if constexpr (F::kKind == Q32Kind::Nibble4) iacc[h][t] = _mm256_add_epi16(iacc[h][t], s16);
             else iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_madd_epi16(s16, ones));
           }
         }
@@ -210,7 +157,7 @@ inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, con
       if constexpr (F::kMin) mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s + 64)));
       for (int t = 0; t < T; t++) {
         __m256i dot = iacc[h][t];
-        if constexpr (F::kKind == Avx2Kind::Nibble4) dot = _mm256_madd_epi16(dot, ones);
+        if constexpr (F::kKind == Q32Kind::Nibble4) dot = _mm256_madd_epi16(dot, ones);
         if constexpr (F::kBiased) dot = _mm256_add_epi32(dot, _mm256_set1_epi32(a[t][b].corr));
         const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a[t][b].d));
         facc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, facc[h][t]);
@@ -234,16 +181,16 @@ inline void q32_tile_avx2(const uint8_t* g0, size_t group_bytes, int64_t nb, con
   }
 }
 
-inline int64_t q32_min_avx2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // The MatmulKernel::compute of format F: like the AVX-512 driver (row blocks that fit in L2,
 // swept by token tiles), with tiles of one group x 3 tokens (signed formats) or x 2 tokens
 // (nibbles: their s16 block sums take more registers); one group x 1 token for decode, one
 // sequential stream per thread (measured: two groups in flight spill and run ~1.5x slower).
 template <class F>
-void q32_compute_avx2(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
                       int64_t ldy, int64_t r0, int64_t r1) {
-  constexpr int64_t kTile = F::kKind == Avx2Kind::Signed ? 3 : 2;
+  constexpr int64_t kTile = F::kKind == Q32Kind::Signed ? 3 : 2;
   const int64_t nb = w.n_in / kQ32Block;
   const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
   const uint8_t* base = w.packed.get()->data;
@@ -252,17 +199,17 @@ void q32_compute_avx2(const WeightMatrix& w, const uint8_t* act, size_t act_stri
   int64_t block_groups = static_cast<int64_t>((128u << 10) / group_bytes);
   if (block_groups < 1 || n_tokens <= kTile) block_groups = g_end - g_begin;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
-    const int64_t ge = q32_min_avx2(g_end, gb + block_groups);
+    const int64_t ge = q32_min(g_end, gb + block_groups);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {
-      const int64_t nt = q32_min_avx2(kTile, n_tokens - t0);
+      const int64_t nt = q32_min(kTile, n_tokens - t0);
       const uint8_t* at = act + t0 * act_stride;
       float* yt = y + t0 * ldy;
       for (int64_t g = gb; g < ge; g++) {
         const uint8_t* gp = base + g * group_bytes;
         const int64_t row0 = g * kQ32GroupRows;
-        if (nt == 1) q32_tile_avx2<F, 2, 1>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
-        else if (nt == 2) q32_tile_avx2<F, 2, 2>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
-        else q32_tile_avx2<F, 2, kTile>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        if (nt == 1) q32_tile<F, 2, 1>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        else if (nt == 2) q32_tile<F, 2, 2>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        else q32_tile<F, 2, kTile>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
       }
     }
   }
@@ -270,48 +217,33 @@ void q32_compute_avx2(const WeightMatrix& w, const uint8_t* act, size_t act_stri
 
 void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/false); }
 
+constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(MatmulKernel::convert_act) convert,
+                                  decltype(MatmulKernel::compute) compute) {
+  return {name, type, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes, convert, compute};
+}
+
 }  // namespace
 
-// Q8_0 x Q8_0 on AVX2: weights kept signed in the 16-row chunk layout; vpmaddubsw takes
-// |w| and the activation with w's sign (no saturation: |w| <= 128, |a| <= 127).
-const MatmulKernel kMatmulQ8_0Avx2 = {
-    "q8_0/avx2", GgmlType::Q8_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<0, false>, q32_compute_avx2<Avx2FmtQ8_0>,
-};
-
-// Q4_0 x Q8_0 on AVX2: unsigned nibbles straight into vpmaddubsw, s16 sums over the whole
-// block, one vpmaddwd per block; the activation correction -8 * sum(a) undoes the offset 8.
-const MatmulKernel kMatmulQ4_0Avx2 = {
-    "q4_0/avx2", GgmlType::Q4_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<8, false>, q32_compute_avx2<Avx2FmtQ4_0>,
-};
-
-// Q4_1 x Q8_1: x = d*q + m, so the block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a),
-// from the activation conversion); the nibbles need no offset.
-const MatmulKernel kMatmulQ4_1Avx2 = {
-    "q4_1/avx2", GgmlType::Q4_1, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<0, true>, q32_compute_avx2<Avx2FmtQ4_1>,
-};
-
-// Q5_0 / Q5_1 on AVX2: the low nibbles as in Q4_0; the fifth bits, stored as bit masks per
-// chunk vector, are spread to bytes (shuffle, test, and) and ORed in as bit 4 of the unsigned
-// quant. Q5_0's offset 16 is undone by the activation correction -16 * sum(a); Q5_1 adds
-// m_w * s_a per block.
-const MatmulKernel kMatmulQ5_0Avx2 = {
-    "q5_0/avx2", GgmlType::Q5_0, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<16, false>, q32_compute_avx2<Avx2FmtQ5_0>,
-};
-
-const MatmulKernel kMatmulQ5_1Avx2 = {
-    "q5_1/avx2", GgmlType::Q5_1, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<0, true>, q32_compute_avx2<Avx2FmtQ5_1>,
-};
-
-// IQ4_NL x Q8_0 on AVX2: byte shuffles map each nibble to its signed level and to its
-// magnitude, which meet the activations through the sign trick (no offset).
-const MatmulKernel kMatmulIq4NlAvx2 = {
-    "iq4_nl/avx2", GgmlType::IQ4_NL, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx2<0, false>, q32_compute_avx2<Avx2FmtIq4nl>,
-};
+// Q8_0: weights kept signed; vpmaddubsw takes |w| and the activation with w's sign (no
+// saturation: |w| <= 128, |a| <= 127). IQ4_NL: byte shuffles map each nibble to its signed level
+// and to its magnitude, which meet the activations through the same sign trick (no offset).
+// Q4_0: unsigned nibbles straight into vpmaddubsw, s16 sums over the whole block, one vpmaddwd
+// per block; the activation correction -8 * sum(a) undoes the offset 8. Q5_0 / Q5_1: the fifth
+// bits, stored as bit masks per chunk vector, are spread to bytes (shuffle, test, and) and ORed
+// in as bit 4; Q5_0's offset 16 is undone by the correction -16 * sum(a). Q4_1 / Q5_1
+// (x = d*q + m) against Q8_1: a block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a)).
+using avx2::Vf;
+const MatmulKernel kMatmulQ8_0Avx2 =
+    q32_kernel("q8_0/avx2", GgmlType::Q8_0, quantize_act::q32<Vf, 0, false>, q32_compute<Q32FmtQ8_0>);
+const MatmulKernel kMatmulIq4NlAvx2 =
+    q32_kernel("iq4_nl/avx2", GgmlType::IQ4_NL, quantize_act::q32<Vf, 0, false>, q32_compute<Q32FmtIq4nl>);
+const MatmulKernel kMatmulQ4_0Avx2 =
+    q32_kernel("q4_0/avx2", GgmlType::Q4_0, quantize_act::q32<Vf, 8, false>, q32_compute<Q32FmtQ4_0>);
+const MatmulKernel kMatmulQ5_0Avx2 =
+    q32_kernel("q5_0/avx2", GgmlType::Q5_0, quantize_act::q32<Vf, 16, false>, q32_compute<Q32FmtQ5_0>);
+const MatmulKernel kMatmulQ4_1Avx2 =
+    q32_kernel("q4_1/avx2", GgmlType::Q4_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ4_1>);
+const MatmulKernel kMatmulQ5_1Avx2 =
+    q32_kernel("q5_1/avx2", GgmlType::Q5_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ5_1>);
 
 }  // namespace lumen

@@ -27,6 +27,7 @@ struct Vf {
   using F = __m256;   // 8 floats
   using D = __m256d;  // 4 doubles
   using M = __m256i;  // a lane mask
+  using I = __m256i;  // 8 int32
   static constexpr int kLanes = 8;
 
   LUMEN_V_INLINE F zero() { return _mm256_setzero_ps(); }
@@ -51,6 +52,7 @@ struct Vf {
   }
   LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm256_maskstore_ps(p, m, v); }
   LUMEN_V_INLINE F keep(M m, F v) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }  // others 0
+  LUMEN_V_INLINE F abs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
   LUMEN_V_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
   LUMEN_V_INLINE F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   LUMEN_V_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -90,6 +92,23 @@ struct Vf {
   }
   LUMEN_V_INLINE float hmax(F v) {
     return simd128::hmax(_mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+  }
+  // int32 lanes.
+  LUMEN_V_INLINE I zero_i() { return _mm256_setzero_si256(); }
+  LUMEN_V_INLINE I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
+  LUMEN_V_INLINE int hsum_i(I v) { return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
+  // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
+  LUMEN_V_INLINE I to_i8_range(F v) {
+    const I r = _mm256_cvtps_epi32(round_even(v));
+    return _mm256_max_epi32(_mm256_min_epi32(r, _mm256_set1_epi32(127)), _mm256_set1_epi32(-128));
+  }
+  // 32 int32 values already in int8's range (4 vectors) as 32 bytes at dst, in order. The packs
+  // interleave 128-bit lanes ([q0l q1l q2l q3l | q0h q1h q2h q3h] in dword units); the permute
+  // restores element order.
+  LUMEN_V_INLINE void store_i8x32(int8_t* dst, const I* q) {
+    const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                        _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   }
   // Doubles: the float vector's lower and upper halves widened, and their arithmetic.
   LUMEN_V_INLINE D zero_d() { return _mm256_setzero_pd(); }

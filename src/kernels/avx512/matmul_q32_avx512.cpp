@@ -10,69 +10,18 @@
 // A tile of G groups x T tokens shares every weight vector across T tokens and every
 // activation broadcast across G groups.
 
-// GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
-// it once inlined (as in attention_avx512.cpp); silence that here, before the headers are read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "kernels/avx512/matmul_avx512.h"
+#include "kernels/avx512/simd_avx512.h"
+#include "kernels/generic/quantize_act.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_pack.h"
 
 namespace lumen {
 namespace {
-
-// ---- activation conversion: bit-identical to the reference from_float_q8_0 / q8_1 ----
-
-inline float hmax_ps(__m512 v) {
-  __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  q = _mm_max_ss(q, _mm_movehdup_ps(q));
-  return _mm_cvtss_f32(q);
-}
-
-inline int hsum_epi32(__m512i v) {
-  __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  __m128i q = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0x4e));
-  q = _mm_add_epi32(q, _mm_shuffle_epi32(q, 0xb1));
-  return _mm_cvtsi128_si32(q);
-}
-
-inline float round_fp16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
-
-// kBias > 0: Q8_0 family, corr = -kBias * sum(q). kBias == 0: Q8_1 family, s = fp16(d * sum).
-template <int kBias, bool kQ8_1>
-void q32_convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in) {
-  auto* out = reinterpret_cast<Q32ActBlock*>(dst);
-  const int64_t nb = n_in / kQ32Block;
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
-  for (int64_t b = 0; b < nb; b++, x += kQ32Block) {
-    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
-    const float amax = hmax_ps(_mm512_max_ps(_mm512_and_ps(x0, abs_mask), _mm512_and_ps(x1, abs_mask)));
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    const __m512 vid = _mm512_set1_ps(id);
-    // x * id rounded, ties to even (as nearbyint in the default mode), clamped as the reference.
-    __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x0, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(x1, vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    q0 = _mm512_max_epi32(_mm512_min_epi32(q0, hi), lo);
-    q1 = _mm512_max_epi32(_mm512_min_epi32(q1, hi), lo);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].qs + 16), _mm512_cvtepi32_epi8(q1));
-    const int sum = hsum_epi32(_mm512_add_epi32(q0, q1));
-    out[b].d = round_fp16(d);
-    if constexpr (kQ8_1) out[b].s = round_fp16(d * static_cast<float>(sum));
-    else out[b].corr = -kBias * sum;
-  }
-}
 
 // ---- weight formats: how to get the two chunk vectors of pair p (elements 4p.. and 16+4p..) ----
 
@@ -278,7 +227,7 @@ inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a
 // More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>
-void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
                         int64_t ldy, int64_t r0, int64_t r1) {
   constexpr int kTile = 6;
   const int64_t nb = w.n_in / kQ32Block;
@@ -348,49 +297,31 @@ void q32_compute_avx512(const WeightMatrix& w, const uint8_t* act, size_t act_st
 
 void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/true); }
 
+constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(MatmulKernel::convert_act) convert,
+                                  decltype(MatmulKernel::compute) compute) {
+  return {name, type, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes, convert, compute};
+}
+
 }  // namespace
 
-// Q8_0 x Q8_0 on AVX-512 VNNI: weights repacked as q+128 (u8) in 16-row chunk layout, so
-// vpdpbusd multiplies them with the signed activations; the block's activation sum times -128
-// (computed once per token) undoes the offset exactly.
-const MatmulKernel kMatmulQ8_0Avx512 = {
-    "q8_0/avx512-vnni", GgmlType::Q8_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<128, false>, q32_compute_avx512<Q32FmtQ8_0>,
-};
-
-// Q4_0 x Q8_0 on AVX-512 VNNI: the nibbles are already unsigned (q = 0..15 for x = d*(q-8)),
-// so vpdpbusd takes them as they are after one AND / shift+AND per 64 bytes, and the
-// activation correction -8 * sum(a) undoes the offset 8.
-const MatmulKernel kMatmulQ4_0Avx512 = {
-    "q4_0/avx512-vnni", GgmlType::Q4_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<8, false>, q32_compute_avx512<Q32FmtQ4_0>,
-};
-
-// Q4_1 x Q8_1: x = d*q + m, so the block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a),
-// from the activation conversion); the nibbles need no offset.
-const MatmulKernel kMatmulQ4_1Avx512 = {
-    "q4_1/avx512-vnni", GgmlType::Q4_1, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<0, true>, q32_compute_avx512<Q32FmtQ4_1>,
-};
-
-// Q5_0 / Q5_1 on AVX-512 VNNI: the low nibbles as in Q4_0; the fifth bits, stored as 64-bit
-// masks per chunk vector, set bit 4 of the unsigned quant with one masked byte add. Q5_0's
-// offset 16 is undone by the activation correction -16 * sum(a); Q5_1 adds m_w * s_a per block.
-const MatmulKernel kMatmulQ5_0Avx512 = {
-    "q5_0/avx512-vnni", GgmlType::Q5_0, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<16, false>, q32_compute_avx512<Q32FmtQ5_0>,
-};
-
-const MatmulKernel kMatmulQ5_1Avx512 = {
-    "q5_1/avx512-vnni", GgmlType::Q5_1, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<0, true>, q32_compute_avx512<Q32FmtQ5_1>,
-};
-
-// IQ4_NL x Q8_0 on AVX-512 VNNI: a byte shuffle maps each nibble to its level + 128 (1..241,
-// unsigned), and the activation correction -128 * sum(a) removes the 128.
-const MatmulKernel kMatmulIq4NlAvx512 = {
-    "iq4_nl/avx512-vnni", GgmlType::IQ4_NL, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes,
-    q32_convert_act_avx512<128, false>, q32_compute_avx512<Q32FmtIq4nl>,
-};
+// vpdpbusd multiplies unsigned weights with signed activations, so every format is made
+// unsigned and the activation correction -bias * sum(a) (once per token and block) undoes the
+// offset exactly: Q8_0 repacked as q + 128; IQ4_NL's levels looked up + 128; Q4_0's nibbles
+// (offset 8) as they are; Q5_0's fifth bits (64-bit masks per chunk vector) set bit 4 with one
+// masked byte add (offset 16). Q4_1 / Q5_1 (x = d*q + m) against Q8_1 need no offset: a block is
+// d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a)).
+using avx512::Vf;
+const MatmulKernel kMatmulQ8_0Avx512 =
+    q32_kernel("q8_0/avx512-vnni", GgmlType::Q8_0, quantize_act::q32<Vf, 128, false>, q32_compute<Q32FmtQ8_0>);
+const MatmulKernel kMatmulIq4NlAvx512 =
+    q32_kernel("iq4_nl/avx512-vnni", GgmlType::IQ4_NL, quantize_act::q32<Vf, 128, false>, q32_compute<Q32FmtIq4nl>);
+const MatmulKernel kMatmulQ4_0Avx512 =
+    q32_kernel("q4_0/avx512-vnni", GgmlType::Q4_0, quantize_act::q32<Vf, 8, false>, q32_compute<Q32FmtQ4_0>);
+const MatmulKernel kMatmulQ5_0Avx512 =
+    q32_kernel("q5_0/avx512-vnni", GgmlType::Q5_0, quantize_act::q32<Vf, 16, false>, q32_compute<Q32FmtQ5_0>);
+const MatmulKernel kMatmulQ4_1Avx512 =
+    q32_kernel("q4_1/avx512-vnni", GgmlType::Q4_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ4_1>);
+const MatmulKernel kMatmulQ5_1Avx512 =
+    q32_kernel("q5_1/avx512-vnni", GgmlType::Q5_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ5_1>);
 
 }  // namespace lumen

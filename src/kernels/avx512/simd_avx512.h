@@ -29,6 +29,7 @@ struct Vf {
   using F = __m512;   // 16 floats
   using D = __m512d;  // 8 doubles
   using M = __mmask16;
+  using I = __m512i;  // 16 int32
   static constexpr int kLanes = 16;
 
   LUMEN_V_INLINE F zero() { return _mm512_setzero_ps(); }
@@ -51,6 +52,7 @@ struct Vf {
   LUMEN_V_INLINE F load_m_or(M m, const float* p, F fill) { return _mm512_mask_loadu_ps(fill, m, p); }  // off m: fill
   LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm512_mask_storeu_ps(p, m, v); }
   LUMEN_V_INLINE F keep(M m, F v) { return _mm512_maskz_mov_ps(m, v); }  // others 0
+  LUMEN_V_INLINE F abs(F v) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), v); }
   LUMEN_V_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
   LUMEN_V_INLINE F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   LUMEN_V_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
@@ -80,6 +82,23 @@ struct Vf {
   LUMEN_V_INLINE float hmax(F v) {
     const __m256 a = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     return simd128::hmax(_mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+  }
+  // int32 lanes.
+  LUMEN_V_INLINE I zero_i() { return _mm512_setzero_si512(); }
+  LUMEN_V_INLINE I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  LUMEN_V_INLINE int hsum_i(I v) {
+    const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+  }
+  // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
+  LUMEN_V_INLINE I to_i8_range(F v) {
+    const I r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_max_epi32(_mm512_min_epi32(r, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128));
+  }
+  // 32 int32 values already in int8's range (2 vectors) as 32 bytes at dst, in order.
+  LUMEN_V_INLINE void store_i8x32(int8_t* dst, const I* q) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(q[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm512_cvtepi32_epi8(q[1]));
   }
   // Doubles: the float vector's lower and upper halves widened, and their arithmetic.
   LUMEN_V_INLINE D zero_d() { return _mm512_setzero_pd(); }

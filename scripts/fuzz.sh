@@ -27,22 +27,39 @@ clang++ -std=c++20 -O1 -fsanitize=fuzzer-no-link,address,undefined -Isrc \
   -o build-fuzz/make_gguf_seeds
 ./build-fuzz/make_gguf_seeds "$seeds"
 
-status=0
-for src in tests/fuzz/*.cpp; do
-  name=$(basename "$src" .cpp)
+# One target: its corpus, its dictionary, its log (printed when it ends, so the targets that run
+# side by side do not interleave their lines). Exit status non-zero on a crash.
+fuzz_one() {
+  local name=$1 corpus
   corpus=$(mktemp -d)
   # The GGUF reader starts from the model prefixes; every other target from its own folder of
   # small seeds, tests/fuzz/seeds/<target>/.
   if [ "$name" = fuzz_gguf ]; then cp "$seeds"/* "$corpus"/;
   elif [ -d "tests/fuzz/seeds/$name" ]; then cp -r "tests/fuzz/seeds/$name"/. "$corpus"/; fi
-  echo "== fuzzing $name for ${secs}s ($(ls "$corpus" | wc -l) seeds)"
   # A target may bring a dictionary of its input's keywords: tests/fuzz/<target>.dict.
-  dict=()
+  local dict=()
   [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
   # A crash leaves its input as crash-* in the current folder and a non-zero exit status.
+  local rc=0
   ./build-fuzz/tests/fuzz/"$name" -max_total_time="$secs" -max_len=131072 -rss_limit_mb=4096 \
-    -print_final_stats=1 "${dict[@]}" "$corpus" >"$corpus.log" 2>&1 || status=1
+    -print_final_stats=1 "${dict[@]}" "$corpus" >"$corpus.log" 2>&1 || rc=1
+  echo "== fuzzed $name for ${secs}s ($(ls "$corpus" | wc -l) inputs in its corpus at the end)"
   tail -15 "$corpus.log"
   rm -rf "$corpus" "$corpus.log"
+  return $rc
+}
+
+# The targets are single-threaded: as many run side by side as there are cores.
+status=0
+jobs_max=$(nproc)
+pids=()
+for src in tests/fuzz/*.cpp; do
+  fuzz_one "$(basename "$src" .cpp)" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$jobs_max" ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
 done
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 exit $status

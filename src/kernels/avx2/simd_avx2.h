@@ -42,6 +42,33 @@ struct Vf {
   LUMEN_V_INLINE F load_bf16(const uint16_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p))), 16));
   }
+  // min(n, kLanes) 16-bit values at p (n >= 1, any alignment) widened, the other lanes zero.
+  LUMEN_V_INLINE F load_f16_part(const uint16_t* p, int64_t n) { return _mm256_cvtph_ps(load_u16_part(p, n)); }
+  LUMEN_V_INLINE F load_bf16_part(const uint16_t* p, int64_t n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_u16_part(p, n)), 16));
+  }
+  LUMEN_V_INLINE __m128i load_u16_part(const uint16_t* p, int64_t n) {  // AVX2 has no masked 16-bit load
+    if (n >= 8) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    alignas(16) uint16_t tmp[8] = {};
+    for (int64_t j = 0; j < n; j++) tmp[j] = p[j];
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+  }
+  // kLanes int8 values at p as floats; kLanes bytes at p, each one's nibble at bit `shift`
+  // (0 or 4), as floats.
+  LUMEN_V_INLINE F load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  LUMEN_V_INLINE F load_u4(const uint8_t* p, int shift) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    const __m128i nib = _mm_and_si128(_mm_srl_epi16(bytes, _mm_cvtsi32_si128(shift)), _mm_set1_epi8(0x0f));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(nib));
+  }
+  // The F16 value at p (any alignment) in every lane.
+  LUMEN_V_INLINE F set1_f16(const void* p) {
+    uint16_t h;
+    __builtin_memcpy(&h, p, 2);
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h)));
+  }
   // v rounded to the nearest F16 (ties to even) and widened back.
   LUMEN_V_INLINE F round_f16(F v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   LUMEN_V_INLINE M mask(int64_t n) { return tail_mask(n); }  // the first min(n, kLanes) lanes

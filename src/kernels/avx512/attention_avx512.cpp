@@ -1,12 +1,8 @@
-// AVX-512 attention tile (kernels/attention.h): keys in blocks of 64 positions, online softmax
-// per query row. For each block the K/V slices of the tile's KV head are fetched and staged once
-// (dequantized to F32 in registers): K transposed (a row of 64 keys per dimension), V
-// row-major. A query's heads of the group are then processed up to 4 at a time: every K and V
-// load feeds up to 4 rows, and scores come out 64 keys at a time with no horizontal sums.
-// Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
-// and on which chunk of its group it is in, never on the other queries of the tile, so a query
-// gets the same bits in decode and in prefill. Free of library inline code (no std::
-// containers or algorithms).
+// AVX-512 attention tile (kernels/attention.h): kernels/generic/attention_tile.h's skeleton with
+// AVX-512's row pass. K is staged transposed (a row of 64 keys per dimension, V row-major): a
+// query's heads of the group are processed up to 4 at a time, every K and V load feeds up to 4
+// rows, and scores come out 64 keys at a time with no horizontal sums (32 ZMM registers hold 4
+// rows x 4 accumulators; AVX2's 16 do not, so it keeps the row-major dot products).
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined; silence that here, before the headers are read.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -15,20 +11,14 @@
 
 #include "kernels/attention.h"
 #include "kernels/avx512/simd_avx512.h"
+#include "kernels/generic/attention_tile.h"
 
 namespace lumen {
 namespace {
 
-using avx512::tail_mask;
-
-inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-
-struct Row {  // one query row's running state
-  float* o;   // output accumulator, dvp floats
-  float* m;   // running max
-  float* l;   // running sum of exp
-};
+using attention_tile::round16;
+using attention_tile::Row;
+using Stage = attention_tile::Stage<avx512::Vf>;
 
 // 16 rows of 16 floats (in[i]) -> their transpose (out[j] lane i = in[i] lane j).
 inline void transpose16(__m512* r) {
@@ -154,77 +144,6 @@ using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, const
                              int64_t, const Row*, float*);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
-// Loaders of the element types: elements [e, e + min(n, 16)) of a stored slice (n >= 1) as 16
-// floats, zero beyond n, the same floats as kv_row_to_float. K is staged straight from them.
-struct LoadF32 {
-  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
-    return _mm512_maskz_loadu_ps(tail_mask(n), reinterpret_cast<const float*>(row) + e);
-  }
-};
-
-struct LoadF16 {
-  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), reinterpret_cast<const uint16_t*>(row) + e));
-  }
-};
-
-struct LoadBF16 {  // the 16 bits are a float's upper half
-  static __m512 load(const uint8_t* row, int64_t e, int64_t n) {
-    const __m256i h = _mm256_maskz_loadu_epi16(tail_mask(n), reinterpret_cast<const uint16_t*>(row) + e);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-};
-
-// The fp16 scale at the start of a block (unaligned), as 16 floats.
-inline __m512 block_scale(const uint8_t* b) {
-  uint16_t h;
-  __builtin_memcpy(&h, b, 2);
-  return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(h)));
-}
-
-// Q8_0 block (34 bytes): x = d * q, q int8. Half h (elements 16h..16h+15) of block b:
-// int8 -> int32 -> float and one multiply by the scale, as to_float.
-struct Q8_0Rows {
-  static constexpr int64_t kBytes = 34;
-  static __m512 half(const uint8_t* b, int64_t h, __m512 d) {
-    const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + 16 * h)));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
-  }
-};
-
-// Q4_0 block (18 bytes): x = d * (q - 8); elements 0..15 are the low nibbles of its 16 bytes,
-// 16..31 the high ones (a right shift by 4 within 16-bit lanes, then the low nibble).
-struct Q4_0Rows {
-  static constexpr int64_t kBytes = 18;
-  static __m512 half(const uint8_t* b, int64_t h, __m512 d) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
-    const __m128i nib = _mm_and_si128(_mm_srl_epi16(bytes, _mm_cvtsi32_si128(static_cast<int>(h) * 4)), _mm_set1_epi8(0x0f));
-    const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(nib), _mm512_set1_epi32(8));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(q), d);
-  }
-};
-
-// A head slice of a block type, n elements -> dst, 16 at a time (each one half of a block, the
-// scale loaded once per block). The slice is whole blocks padded with zeros (attention.h), so
-// the halves past n read its own padding and store the zeros dst's padding wants.
-template <class Q>
-[[gnu::always_inline]] inline void stage_blocks(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
-  const uint8_t* b = slice;
-  for (int64_t c = 0; c < n; c += 32, b += Q::kBytes) {
-    const __m512 d = block_scale(b);
-    _mm512_store_ps(dst + c, Q::half(b, 0, d));
-    if (c + 16 < n) _mm512_store_ps(dst + c + 16, Q::half(b, 1, d));
-  }
-}
-
-// Any other type: the scalar definition (which reports a type it does not know), zero-padded.
-void stage_any(GgmlType t, const uint8_t* slice, int64_t n, float* dst) {
-  kv_row_to_float(t, slice, 0, n, dst);
-  for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
-}
-
-using RowStageFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
-
 // K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
 // element c of each slice at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left as
 // they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds block
@@ -266,155 +185,40 @@ void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int
   transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt);
 }
 
-template <RowStageFn kStage>
+template <attention_tile::LineFn kStage>
 void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line) {
   const int64_t dkp = round16(dk);
   for (int64_t j = lo; j < nb; j++) kStage(t, k_rows[j], dk, line + j * dkp);
   transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
 }
 
-// V: slices [lo, nb) of the block row-major into vbuf (rows of dvp floats, zero-padded).
-using StageVFn = void (*)(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp,
-                          float* vbuf);
-
-template <class L>
-void stage_v(GgmlType, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp, float* vbuf) {
-  for (int64_t j = lo; j < nb; j++)
-    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(vbuf + j * dvp + c, L::load(v_rows[j], c, dv - c));
-}
-
-template <RowStageFn kStage>
-void stage_v_rows(GgmlType t, const uint8_t* const* v_rows, int64_t lo, int64_t nb, int64_t dv, int64_t dvp, float* vbuf) {
-  for (int64_t j = lo; j < nb; j++) kStage(t, v_rows[j], dv, vbuf + j * dvp);
-}
-
-// The stagers of a tile's K and V slices.
-StageKFn stage_k_for(GgmlType t) {
+// The stager of a tile's K slices: the element types transposed straight from the cache, the
+// block types dequantized to lines first.
+StageKFn k_stager(GgmlType t) {
   switch (t) {
-    case GgmlType::F32: return stage_k<LoadF32>;
-    case GgmlType::F16: return stage_k<LoadF16>;
-    case GgmlType::BF16: return stage_k<LoadBF16>;
-    case GgmlType::Q8_0: return stage_k_lines<stage_blocks<Q8_0Rows>>;
-    case GgmlType::Q4_0: return stage_k_lines<stage_blocks<Q4_0Rows>>;
-    default: return stage_k_lines<stage_any>;
+    case GgmlType::F32: return stage_k<Stage::LoadF32>;
+    case GgmlType::F16: return stage_k<Stage::LoadF16>;
+    case GgmlType::BF16: return stage_k<Stage::LoadBF16>;
+    case GgmlType::Q8_0: return stage_k_lines<Stage::blocks<Stage::Q8_0Blocks>>;
+    case GgmlType::Q4_0: return stage_k_lines<Stage::blocks<Stage::Q4_0Blocks>>;
+    default: return stage_k_lines<Stage::any>;
   }
 }
 
-StageVFn stage_v_for(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return stage_v<LoadF32>;
-    case GgmlType::F16: return stage_v<LoadF16>;
-    case GgmlType::BF16: return stage_v<LoadBF16>;
-    case GgmlType::Q8_0: return stage_v_rows<stage_blocks<Q8_0Rows>>;
-    case GgmlType::Q4_0: return stage_v_rows<stage_blocks<Q4_0Rows>>;
-    default: return stage_v_rows<stage_any>;
+struct Attn {
+  static constexpr int kRows = 4;
+  static StageKFn stage_k_for(GgmlType t) { return k_stager(t); }
+  static void rows_block(int nr, const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kt,
+                         const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+    kRowsBlock[nr](q, dk, dvp, scale, kt, vbuf, lo, nk, rows, pbuf);
   }
-}
-
-// Bytes of a stored slice of n elements (kv_row_bytes: a block type's slice is whole blocks).
-size_t slice_bytes(GgmlType t, int64_t n) {
-  switch (t) {
-    case GgmlType::F16:
-    case GgmlType::BF16: return static_cast<size_t>(n) * 2;
-    case GgmlType::Q8_0: return static_cast<size_t>((n + 31) / 32) * 34;
-    case GgmlType::Q4_0: return static_cast<size_t>((n + 31) / 32) * 18;
-    default: return static_cast<size_t>(n) * 4;
-  }
-}
+};
 
 }  // namespace
 
 void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
                            float* scratch) {
-  const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
-  const int64_t dkp = round16(dk), dvp = round16(dv);
-  const int64_t n_rows = qs.n_q * group;
-  constexpr int64_t B = kAttentionKeyBlock;
-
-  float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
-  float* o = base;                      // n_rows x dvp
-  float* mx = o + n_rows * dvp;         // n_rows
-  float* ls = mx + round16(n_rows);     // n_rows
-  float* kt = ls + round16(n_rows);     // dkp x B (K transposed)
-  float* vbuf = kt + B * dkp;           // B x dvp
-  float* pbuf = vbuf + B * dvp;         // 4 x B
-  float* kline = pbuf + 4 * B;          // B x dkp: block types' K rows before the transpose
-  auto** k_rows = reinterpret_cast<const uint8_t**>(kline + B * dkp);
-  const uint8_t** v_rows = k_rows + B;
-  const uint8_t** k_next = v_rows + B;  // the next block's rows, fetched one block ahead
-  const uint8_t** v_next = k_next + B;
-  const StageKFn stage_k = stage_k_for(p.k_type);
-  const StageVFn stage_v = stage_v_for(p.v_type);
-
-  int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
-  for (int64_t i = 0; i < qs.n_q; i++) {
-    max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
-    if (qs.kv_begin && qs.kv_begin[i] < min_begin) min_begin = qs.kv_begin[i];
-  }
-  for (int64_t r = 0; r < n_rows; r++) {
-    mx[r] = -__builtin_inff();
-    ls[r] = 0.0f;
-    for (int64_t c = 0; c < dvp; c += 16) _mm512_store_ps(o + r * dvp + c, _mm512_setzero_ps());
-  }
-
-  // The next block's head slices are prefetched while this block is computed (the loads of the
-  // staging were the tile's main stall; a cache block's slices of one head are contiguous, but
-  // consecutive cache blocks need not be).
-  const size_t k_len = slice_bytes(p.k_type, dk), v_len = slice_bytes(p.v_type, dv);
-  auto prefetch_rows = [&](int64_t n) {
-    for (int64_t j = 0; j < n; j++) {
-      for (size_t b = 0; b < k_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(k_next[j] + b), _MM_HINT_T0);
-      for (size_t b = 0; b < v_len; b += 64) _mm_prefetch(reinterpret_cast<const char*>(v_next[j] + b), _MM_HINT_T0);
-    }
-  };
-  // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
-  // query sees the same blocks alone and in a tile; positions below min_begin are never fetched
-  // (only the first block can start below it).
-  const int64_t j_first = min_begin / B * B;
-  if (j_first < max_kv) {
-    const int64_t lo = min_begin - j_first;
-    kv.fetch(kv.ctx, min_begin, min64(B, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
-  }
-  for (int64_t j0 = j_first; j0 < max_kv; j0 += B) {
-    const int64_t nb = min64(B, max_kv - j0);
-    const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
-    for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
-    if (j0 + B < max_kv) {
-      const int64_t nn = min64(B, max_kv - j0 - B);
-      kv.fetch(kv.ctx, j0 + B, nn, hk, k_next, v_next);
-      prefetch_rows(nn);
-    }
-    // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
-    // the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, dk, kt, kline);
-    stage_v(p.v_type, v_rows, lo, nb, dv, dvp, vbuf);
-    for (int64_t i = 0; i < qs.n_q; i++) {
-      const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
-      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
-      if (nk <= k_lo) continue;
-      // The query's heads of this group in chunks of up to 4 (always the same chunks).
-      for (int64_t g0 = 0; g0 < group; g0 += 4) {
-        const int nr = static_cast<int>(min64(4, group - g0));
-        const float* q[4];
-        Row rows[4];
-        for (int k = 0; k < nr; k++) {
-          const int64_t r = i * group + g0 + k;
-          q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
-          rows[k] = Row{o + r * dvp, mx + r, ls + r};
-        }
-        kRowsBlock[nr](q, dk, dvp, p.scale, kt, vbuf, k_lo, nk, rows, pbuf);
-      }
-    }
-  }
-
-  for (int64_t i = 0; i < qs.n_q; i++)
-    for (int64_t g = 0; g < group; g++) {
-      const int64_t r = i * group + g;
-      const __m512 inv = _mm512_set1_ps(1.0f / ls[r]);
-      float* dst = qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv;
-      for (int64_t c = 0; c < dv; c += 16)
-        _mm512_mask_storeu_ps(dst + c, tail_mask(dv - c), _mm512_mul_ps(_mm512_load_ps(o + r * dvp + c), inv));
-    }
+  attention_tile::tile<avx512::Vf, Attn>(p, kv, qs, hk, scratch);
 }
 
 }  // namespace lumen

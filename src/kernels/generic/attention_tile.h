@@ -1,0 +1,225 @@
+// The attention tile's skeleton (kernels/attention.h), written once over an ISA's SIMD layer V
+// (avx2::Vf, avx512::Vf) and its attention traits A, and instantiated by that ISA's
+// translation unit: the scratch layout, the walk over key blocks of kAttentionKeyBlock
+// positions with the next block's rows fetched and prefetched one block ahead, the K/V element
+// loaders and stagers (every K/V type dequantized to F32 exactly as kv_row_to_float), and the
+// final normalisation. What differs per ISA is A:
+//  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
+//  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
+//  - A::rows_block: the scores, online softmax and P.V of those rows against the block.
+// Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
+// and on which chunk of A::kRows of its group it is in, never on the other queries of the
+// tile, so a query gets the same bits in decode and in prefill. Free of library inline code
+// (no std:: containers or algorithms); internal linkage (an unnamed namespace).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.h"
+
+namespace lumen::attention_tile {
+namespace {
+
+constexpr int64_t kB = kAttentionKeyBlock;
+
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+struct Row {  // one query row's running state
+  float* o;   // output accumulator, dvp floats
+  float* m;   // running max
+  float* l;   // running sum of exp
+};
+
+// A head slice of n elements -> floats at dst, zero-padded to round16(n): the same floats as
+// kv_row_to_float. The type is read only by the fallback for types without a SIMD stager.
+using LineFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
+
+template <class V>
+struct Stage {
+  using F = typename V::F;
+
+  // Loaders of the element types: elements [e, e + min(n, kLanes)) of a stored slice (n >= 1)
+  // as floats, zero beyond n.
+  struct LoadF32 {
+    static F load(const uint8_t* row, int64_t e, int64_t n) {
+      return V::load_m(V::mask(n), reinterpret_cast<const float*>(row) + e);
+    }
+  };
+  struct LoadF16 {
+    static F load(const uint8_t* row, int64_t e, int64_t n) {
+      return V::load_f16_part(reinterpret_cast<const uint16_t*>(row) + e, n);
+    }
+  };
+  struct LoadBF16 {
+    static F load(const uint8_t* row, int64_t e, int64_t n) {
+      return V::load_bf16_part(reinterpret_cast<const uint16_t*>(row) + e, n);
+    }
+  };
+
+  // The 32-element block types: kLanes elements from element j (a multiple of kLanes) of the
+  // block at b, times its scale d, with the same float operations as to_float.
+  struct Q8_0Blocks {  // 34 bytes: x = d * q, q int8
+    static constexpr int64_t kBytes = 34;
+    static F chunk(const uint8_t* b, int64_t j, F d) { return V::mul(V::load_i8(reinterpret_cast<const int8_t*>(b + 2 + j)), d); }
+  };
+  // 18 bytes: x = d * (q - 8); elements 0..15 are the low nibbles of its 16 bytes, 16..31 the
+  // high ones. q - 8 is exact in floats, so subtracting after the conversion changes no bit.
+  struct Q4_0Blocks {
+    static constexpr int64_t kBytes = 18;
+    static F chunk(const uint8_t* b, int64_t j, F d) {
+      return V::mul(V::sub(V::load_u4(b + 2 + (j & 15), static_cast<int>(j >> 4) * 4), V::set1(8.0f)), d);
+    }
+  };
+
+  template <class L>
+  static void line(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+    for (int64_t c = 0; c < round16(n); c += V::kLanes) V::store(dst + c, c < n ? L::load(slice, c, n - c) : V::zero());
+  }
+
+  // The slice is whole blocks padded with zeros (attention.h), so the chunks past n read its
+  // own padding and store the zeros dst's padding wants.
+  template <class Q>
+  static void blocks(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
+    const uint8_t* b = slice;
+    for (int64_t c = 0; c < n; c += 32, b += Q::kBytes) {
+      const F d = V::set1_f16(b);
+      for (int64_t k = 0; k < 32 && c + k < n; k += V::kLanes) V::store(dst + c + k, Q::chunk(b, k, d));
+    }
+    for (int64_t c = (n + V::kLanes - 1) / V::kLanes * V::kLanes; c < round16(n); c += V::kLanes) V::store(dst + c, V::zero());
+  }
+
+  // Any other type: the scalar definition (which reports a type it does not know), zero-padded.
+  static void any(GgmlType t, const uint8_t* slice, int64_t n, float* dst) {
+    kv_row_to_float(t, slice, 0, n, dst);
+    for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
+  }
+
+  static LineFn line_for(GgmlType t) {
+    switch (t) {
+      case GgmlType::F32: return line<LoadF32>;
+      case GgmlType::F16: return line<LoadF16>;
+      case GgmlType::BF16: return line<LoadBF16>;
+      case GgmlType::Q8_0: return blocks<Q8_0Blocks>;
+      case GgmlType::Q4_0: return blocks<Q4_0Blocks>;
+      default: return any;
+    }
+  }
+
+  // Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice.
+  static void rows(LineFn fn, GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf) {
+    for (int64_t j = lo; j < nb; j++) fn(t, slices[j], n, buf + j * round16(n));
+  }
+};
+
+// Bytes of a stored slice of n elements (kv_row_bytes: a block type's slice is whole blocks).
+inline size_t slice_bytes(GgmlType t, int64_t n) {
+  switch (t) {
+    case GgmlType::F16:
+    case GgmlType::BF16: return static_cast<size_t>(n) * 2;
+    case GgmlType::Q8_0: return static_cast<size_t>((n + 31) / 32) * 34;
+    case GgmlType::Q4_0: return static_cast<size_t>((n + 31) / 32) * 18;
+    default: return static_cast<size_t>(n) * 4;
+  }
+}
+
+// The tile (AttentionTileFn). Scratch layout within attention_scratch_floats: per query row its
+// output accumulator, max and sum; the staged K (kbuf) and, for A's K stagers that need it, the
+// block's K lines before their final layout (kline); the staged V; A::kRows probability rows;
+// the fetched row pointers of this block and the next.
+template <class V, class A>
+void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk, float* scratch) {
+  const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
+  const int64_t dkp = round16(dk), dvp = round16(dv);
+  const int64_t n_rows = qs.n_q * group;
+
+  float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  float* o = base;                     // n_rows x dvp
+  float* mx = o + n_rows * dvp;        // n_rows
+  float* ls = mx + round16(n_rows);    // n_rows
+  float* kbuf = ls + round16(n_rows);  // B x dkp
+  float* vbuf = kbuf + kB * dkp;       // B x dvp
+  float* pbuf = vbuf + kB * dvp;       // A::kRows x B
+  float* kline = pbuf + 4 * kB;        // B x dkp
+  auto** k_rows = reinterpret_cast<const uint8_t**>(kline + kB * dkp);
+  const uint8_t** v_rows = k_rows + kB;
+  const uint8_t** k_next = v_rows + kB;  // the next block's rows, fetched one block ahead
+  const uint8_t** v_next = k_next + kB;
+  static_assert(A::kRows <= 4, "attention_scratch_floats holds 4 probability rows");
+  const auto stage_k = A::stage_k_for(p.k_type);
+  const LineFn stage_v = Stage<V>::line_for(p.v_type);
+
+  int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
+  for (int64_t i = 0; i < qs.n_q; i++) {
+    max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
+    if (qs.kv_begin && qs.kv_begin[i] < min_begin) min_begin = qs.kv_begin[i];
+  }
+  for (int64_t r = 0; r < n_rows; r++) {
+    mx[r] = -__builtin_inff();
+    ls[r] = 0.0f;
+    for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(o + r * dvp + c, V::zero());
+  }
+
+  // The next block's head slices are prefetched while this block is computed (the loads of the
+  // staging were the tile's main stall; a cache block's slices of one head are contiguous, but
+  // consecutive cache blocks need not be).
+  const size_t k_len = slice_bytes(p.k_type, dk), v_len = slice_bytes(p.v_type, dv);
+  auto prefetch_rows = [&](int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+      for (size_t b = 0; b < k_len; b += 64) __builtin_prefetch(k_next[j] + b, 0, 3);
+      for (size_t b = 0; b < v_len; b += 64) __builtin_prefetch(v_next[j] + b, 0, 3);
+    }
+  };
+  // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
+  // query sees the same blocks alone and in a tile; positions below min_begin are never fetched
+  // (only the first block can start below it).
+  const int64_t j_first = min_begin / kB * kB;
+  if (j_first < max_kv) {
+    const int64_t lo = min_begin - j_first;
+    kv.fetch(kv.ctx, min_begin, min64(kB, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
+  }
+  for (int64_t j0 = j_first; j0 < max_kv; j0 += kB) {
+    const int64_t nb = min64(kB, max_kv - j0);
+    const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
+    for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
+    if (j0 + kB < max_kv) {
+      const int64_t nn = min64(kB, max_kv - j0 - kB);
+      kv.fetch(kv.ctx, j0 + kB, nn, hk, k_next, v_next);
+      prefetch_rows(nn);
+    }
+    // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
+    // the tile's query rows.
+    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
+    Stage<V>::rows(stage_v, p.v_type, v_rows, lo, nb, dv, vbuf);
+    for (int64_t i = 0; i < qs.n_q; i++) {
+      const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
+      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
+      if (nk <= k_lo) continue;
+      // The query's heads of this group in chunks of up to A::kRows (always the same chunks).
+      for (int64_t g0 = 0; g0 < group; g0 += A::kRows) {
+        const int nr = static_cast<int>(min64(A::kRows, group - g0));
+        const float* q[A::kRows];
+        Row rows[A::kRows];
+        for (int k = 0; k < nr; k++) {
+          const int64_t r = i * group + g0 + k;
+          q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
+          rows[k] = Row{o + r * dvp, mx + r, ls + r};
+        }
+        A::rows_block(nr, q, dk, dvp, p.scale, kbuf, vbuf, k_lo, nk, rows, pbuf);
+      }
+    }
+  }
+
+  for (int64_t i = 0; i < qs.n_q; i++)
+    for (int64_t g = 0; g < group; g++) {
+      const int64_t r = i * group + g;
+      const typename V::F inv = V::set1(1.0f / ls[r]);
+      float* dst = qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv;
+      for (int64_t c = 0; c < dv; c += V::kLanes)
+        V::store_m(dst + c, V::mask(dv - c), V::mul(V::load(o + r * dvp + c), inv));
+    }
+}
+
+}  // namespace
+}  // namespace lumen::attention_tile

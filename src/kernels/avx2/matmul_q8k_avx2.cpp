@@ -10,19 +10,12 @@ namespace lumen::kquant {
 
 namespace {
 
-float hmax(__m256 v) {
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  return _mm_cvtss_f32(m4);
-}
-
 void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 amax_v = _mm256_setzero_ps();
   for (int j = 0; j < 32; j++)
     amax_v = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * j)), amax_v);
-  const float amax = hmax(amax_v);  // lanes are never NaN
+  const float amax = lumen::avx2::Vf::hmax(amax_v);  // lanes are never NaN
   const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   if (!(amax > 0.0f)) {
     std::memset(dst, 0, bb);

@@ -1,15 +1,15 @@
-// AVX2 pieces shared by the K-quant matmul kernels (matmul_q*k_avx2.cpp): the vectorized Q8_K
-// activation conversion (bit-identical to from_float_q8_k, into kquant::kAct* layout) and small
-// always-inline helpers. Include only from AVX2 translation units: the helpers have internal
+// AVX2 as the K-quant kernels written once (kernels/generic/kq_*.h) see it: Kq, the SIMD layer
+// Vf plus the integer steps and tile walk of K-quant blocks (avx512::Kq has the same names),
+// and the vectorized Q8_K activation conversion (bit-identical to from_float_q8_k, into
+// kquant::kAct* layout). Include only from AVX2 translation units: everything has internal
 // linkage so no AVX2 copy can be picked by the linker for baseline code.
 #pragma once
-
-#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx2/simd_avx2.h"
 #include "kernels/kquant_pack.h"
 
 namespace lumen::kquant {
@@ -20,184 +20,134 @@ void convert_act_avx2(const float* x, uint8_t* dst, int64_t n_in, int corr_mul);
 
 namespace avx2 {
 
-#define LUMEN_KQ2_INLINE static inline __attribute__((always_inline))
-
-// 4 activation bytes (or two int16) at p, in every 32-bit lane.
-LUMEN_KQ2_INLINE __m256i bcast32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-LUMEN_KQ2_INLINE __m256 bcast_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_ps(v);
-}
-
-// a * b rounded to float on its own: the empty asm hides the product from GCC, which would
-// otherwise fuse it with the following add into an FMA. The reference rounds the product and the
-// sum separately, so this keeps the kernels' results bit-identical to it.
-LUMEN_KQ2_INLINE __m256 mul_rounded(__m256 a, __m256 b) {
-  __m256 p = _mm256_mul_ps(a, b);
-  asm("" : "+x"(p));
-  return p;
-}
-
-// 8 fp16 values at p as floats.
-LUMEN_KQ2_INLINE __m256 load_f16x8(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// Software prefetch of `bytes` at p, kPrefetchBlocks blocks ahead of the weights being read:
-// the hardware prefetchers alone do not keep enough lines in flight for one core.
-LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-}
-inline constexpr int kPrefetchBlocks = 1;
-
-// Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (8 rows each)
-// and the token tiles of [0, n_tokens): 2 tokens (the most the 16 YMM registers hold), then 1.
-// Groups go in batches whose weights fit about 256 KiB (L2), and each batch runs all token
-// tiles, so a token tile's activations stay in L1 while the batch's groups reuse them.
-template <class F>
-LUMEN_KQ2_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
-  const int64_t g_end = (r1 + 7) / 8;
-  const int64_t batch =
-      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
-  for (int64_t gb = r0 / 8; gb < g_end; gb += batch) {
-    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
-    int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2)
-      for (int64_t g = gb; g < ge; g++) tile.template operator()<2>(g, t);
-    if (t < n_tokens)
-      for (int64_t g = gb; g < ge; g++) tile.template operator()<1>(g, t);
-  }
-}
-
-// y[0..n_rows) = v (n_rows <= 8).
-LUMEN_KQ2_INLINE void store_rows(float* y, __m256 v, int n_rows) {
-  if (n_rows >= 8) {
-    _mm256_storeu_ps(y, v);
-    return;
-  }
-  alignas(32) float tmp[8];
-  _mm256_store_ps(tmp, v);
-  for (int r = 0; r < n_rows; r++) y[r] = tmp[r];
-}
-
-// Q4_K/Q5_K 6-bit scales and mins of an 8-row group block (meta bytes [b][q][r][jj], see
-// kquant_pack.h): sc[s] = scale of sub-block s of each row in both 16-bit halves of its lane
-// (vpmaddwd of pair sums then scales and adds them), mp[p] = (min 2p, min 2p+1) per lane.
-LUMEN_KQ2_INLINE void unpack_k4_scales(const uint8_t* m, __m256i sc[8], __m256i mp[4]) {
-  const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
-  const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 32));
-  const __m256i b2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 64));
-  const __m256i m63 = _mm256_set1_epi8(63), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-  const __m256i s_lo = _mm256_and_si256(b0, m63);
-  const __m256i m_lo = _mm256_and_si256(b1, m63);
-  const __m256i s_hi =
-      _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
-  const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m0f),
-                                       _mm256_and_si256(_mm256_srli_epi16(b1, 2), m30));
-  const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4,
-                                          5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
-  const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
-                                          6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-  const __m256i pairs[4] = {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)),
-                            _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
-                            _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)),
-                            _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
-  for (int p = 0; p < 4; p++) {
-    sc[2 * p] = _mm256_shuffle_epi8(pairs[p], dup_lo);
-    sc[2 * p + 1] = _mm256_shuffle_epi8(pairs[p], dup_hi);
-  }
-  mp[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_lo));
-  mp[1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_lo, 1));
-  mp[2] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_hi));
-  mp[3] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_hi, 1));
-}
-
-// 8 signed int8 at p (one per row) as int16 copies in both halves of each row's 32-bit lane.
-LUMEN_KQ2_INLINE __m256i scales_dup_i8(const uint8_t* p) {
-  int64_t v;
-  std::memcpy(&v, p, 8);
-  const __m128i b = _mm_unpacklo_epi8(_mm_cvtsi64_si128(v), _mm_cvtsi64_si128(v));  // s0 s0 s1 s1 ...
-  return _mm256_cvtepi8_epi16(b);
-}
-
-
-// AVX2 as the K-quant kernels written once (kernels/generic/kq_*.h) see it; avx512::Kq has the
-// same names. One vector holds one 32-bit lane per row of an 8-row group. The integer dot
-// product has no VNNI here: vpmaddubsw gives int16 pair sums (the formats' small values keep
-// them exact), which scale_sums widens to int32 with the group scale (vpmaddwd).
+// One vector holds one 32-bit lane per row of an 8-row group. The integer dot product has no
+// VNNI here: vpmaddubsw gives int16 pair sums (the formats' small values keep them exact), which
+// scale_sums widens to int32 with the group scale (vpmaddwd).
 namespace {
-struct Kq {
-  using I = __m256i;
-  using F = __m256;
+struct Kq : lumen::avx2::Vf {
   static constexpr int kRows = 8;
   static constexpr int kBytes = 32;  // one weight load: 4 bytes of each row
   static constexpr bool kI16Sums = true;  // dot_u8s8 sums are int16 (saturating pairs, wrapping adds)
 
-  LUMEN_KQ2_INLINE I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  LUMEN_KQ2_INLINE I set1_u8(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
-  LUMEN_KQ2_INLINE I zero_i() { return _mm256_setzero_si256(); }
-  LUMEN_KQ2_INLINE F zero_f() { return _mm256_setzero_ps(); }
+  LUMEN_V_INLINE I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  LUMEN_V_INLINE I set1_u8(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
   template <int kShift>
-  LUMEN_KQ2_INLINE I srl16(I v) {
+  LUMEN_V_INLINE I srl16(I v) {
     if constexpr (kShift == 0) return v;
     else return _mm256_srli_epi16(v, kShift);
   }
   template <int kShift>
-  LUMEN_KQ2_INLINE I sll16(I v) {
+  LUMEN_V_INLINE I sll16(I v) {
     if constexpr (kShift == 0) return v;
     else return _mm256_slli_epi16(v, kShift);
   }
-  LUMEN_KQ2_INLINE I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  LUMEN_V_INLINE I and_(I a, I b) { return _mm256_and_si256(a, b); }
   // a | (b & m)
-  LUMEN_KQ2_INLINE I or_and(I a, I b, I m) { return _mm256_or_si256(a, _mm256_and_si256(b, m)); }
-  LUMEN_KQ2_INLINE I add32(I a, I b) { return _mm256_add_epi32(a, b); }
+  LUMEN_V_INLINE I or_and(I a, I b, I m) { return _mm256_or_si256(a, _mm256_and_si256(b, m)); }
   // acc += u8 weights x s8 activations, 4 per lane: int16 pair sums.
-  LUMEN_KQ2_INLINE I dot_u8s8(I acc, I w, I a) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, a)); }
+  LUMEN_V_INLINE I dot_u8s8(I acc, I w, I a) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, a)); }
   // acc += int16 pairs x int16 pairs, summed to int32 per lane.
-  LUMEN_KQ2_INLINE I dot_i16(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+  LUMEN_V_INLINE I dot_i16(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
   // A group's scales, one signed int8 (or the low nibble of one byte) per row at p, in the form
   // scale_sums multiplies: both 16-bit halves of each row's lane.
-  LUMEN_KQ2_INLINE I group_scales_i8(const uint8_t* p) { return scales_dup_i8(p); }
-  LUMEN_KQ2_INLINE I group_scales_u4(const uint8_t* p) {
+  LUMEN_V_INLINE I group_scales_i8(const uint8_t* p) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    const __m128i b = _mm_unpacklo_epi8(_mm_cvtsi64_si128(v), _mm_cvtsi64_si128(v));  // s0 s0 s1 s1 ...
+    return _mm256_cvtepi8_epi16(b);
+  }
+  LUMEN_V_INLINE I group_scales_u4(const uint8_t* p) {
     int64_t v;
     std::memcpy(&v, p, 8);
     const __m128i b = _mm_and_si128(_mm_cvtsi64_si128(v), _mm_set1_epi8(0x0f));
     return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b));
   }
   // The int32 sums of dot_u8s8 times their group scale.
-  LUMEN_KQ2_INLINE I scale_sums(I acc, I s) { return _mm256_madd_epi16(acc, s); }
+  LUMEN_V_INLINE I scale_sums(I acc, I s) { return _mm256_madd_epi16(acc, s); }
   // The high nibbles of two groups' bytes (kRows each at p and p + kRows) as the two 16-bit
   // halves of each row's lane: (group 2p, group 2p + 1) for dot_i16 with bsums16 pairs.
-  LUMEN_KQ2_INLINE I pair_high_nibbles(const uint8_t* p) {
+  LUMEN_V_INLINE I pair_high_nibbles(const uint8_t* p) {
     int64_t lo, hi;
     std::memcpy(&lo, p, 8);
     std::memcpy(&hi, p + 8, 8);
     const __m128i inter = _mm_unpacklo_epi8(_mm_cvtsi64_si128(lo), _mm_cvtsi64_si128(hi));
     return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(inter, 4), _mm_set1_epi8(0x0f)));
   }
-  // Q4_K/Q5_K scales in scale_sums' form and mins as (2p, 2p+1) int16 pairs, of one block.
-  LUMEN_KQ2_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) { avx2::unpack_k4_scales(m, sc, mp); }
-  LUMEN_KQ2_INLINE I bcast32(const uint8_t* p) { return avx2::bcast32(p); }
-  LUMEN_KQ2_INLINE F bcast_f32(const uint8_t* p) { return avx2::bcast_f32(p); }
-  LUMEN_KQ2_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x8(p); }
-  LUMEN_KQ2_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
-  LUMEN_KQ2_INLINE F sub(F a, F b) { return _mm256_sub_ps(a, b); }
-  LUMEN_KQ2_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  LUMEN_KQ2_INLINE F mul_rounded(F a, F b) { return avx2::mul_rounded(a, b); }
-  LUMEN_KQ2_INLINE F to_float(I v) { return _mm256_cvtepi32_ps(v); }
-  LUMEN_KQ2_INLINE void store_rows(float* y, F v, int n_rows) { avx2::store_rows(y, v, n_rows); }
-  LUMEN_KQ2_INLINE void prefetch(const uint8_t* p, size_t bytes) { avx2::prefetch(p, bytes); }
-  static constexpr int kPrefetchBlocks = avx2::kPrefetchBlocks;
+  // Q4_K/Q5_K 6-bit scales and mins of an 8-row group block (meta bytes [b][q][r][jj], see
+  // kquant_pack.h): sc[s] = scale of sub-block s of each row in both 16-bit halves of its lane
+  // (vpmaddwd of pair sums then scales and adds them), mp[p] = (min 2p, min 2p+1) per lane.
+  LUMEN_V_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 32));
+    const __m256i b2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 64));
+    const __m256i m63 = _mm256_set1_epi8(63), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    const __m256i s_lo = _mm256_and_si256(b0, m63);
+    const __m256i m_lo = _mm256_and_si256(b1, m63);
+    const __m256i s_hi =
+        _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
+    const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m0f),
+                                         _mm256_and_si256(_mm256_srli_epi16(b1, 2), m30));
+    const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4,
+                                            5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
+                                            6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    const __m256i pairs[4] = {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)),
+                              _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
+                              _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)),
+                              _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
+    for (int p = 0; p < 4; p++) {
+      sc[2 * p] = _mm256_shuffle_epi8(pairs[p], dup_lo);
+      sc[2 * p + 1] = _mm256_shuffle_epi8(pairs[p], dup_hi);
+    }
+    mp[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_lo));
+    mp[1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_lo, 1));
+    mp[2] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_hi));
+    mp[3] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_hi, 1));
+  }
+  // 4 activation bytes (or two int16) at p, in every 32-bit lane; the float at p in every lane.
+  LUMEN_V_INLINE I bcast32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+  }
+  LUMEN_V_INLINE F bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_ps(v);
+  }
+  // kRows fp16 values at p (any alignment) as floats.
+  LUMEN_V_INLINE F load_f16_rows(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  LUMEN_V_INLINE F to_float(I v) { return _mm256_cvtepi32_ps(v); }
+  // y[0..n_rows) = v (n_rows <= 8).
+  LUMEN_V_INLINE void store_rows(float* y, F v, int n_rows) {
+    if (n_rows >= 8) storeu(y, v);
+    else store_m(y, mask(n_rows), v);
+  }
+  // Software prefetch of `bytes` at p, kPrefetchBlocks blocks ahead of the weights being read:
+  // the hardware prefetchers alone do not keep enough lines in flight for one core.
+  LUMEN_V_INLINE void prefetch(const uint8_t* p, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  }
+  static constexpr int kPrefetchBlocks = 1;
+  // Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (8 rows
+  // each) and the token tiles of [0, n_tokens): 2 tokens (the most the 16 YMM registers hold),
+  // then 1. Groups go in batches whose weights fit about 256 KiB (L2), and each batch runs all
+  // token tiles, so a token tile's activations stay in L1 while the batch's groups reuse them.
   template <class Fn>
-  LUMEN_KQ2_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
-    avx2::for_tiles(r0, r1, n_tokens, group_bytes, tile);
+  LUMEN_V_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
+    const int64_t g_end = (r1 + 7) / 8;
+    const int64_t batch =
+        group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
+    for (int64_t gb = r0 / 8; gb < g_end; gb += batch) {
+      const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
+      int64_t t = 0;
+      for (; t + 2 <= n_tokens; t += 2)
+        for (int64_t g = gb; g < ge; g++) tile.template operator()<2>(g, t);
+      if (t < n_tokens)
+        for (int64_t g = gb; g < ge; g++) tile.template operator()<1>(g, t);
+    }
   }
   static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
     convert_act_avx2(x, dst, n_in, corr_mul);

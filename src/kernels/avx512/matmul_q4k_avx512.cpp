@@ -41,7 +41,7 @@ LUMEN_KQ_INLINE void gemm_sub(const uint8_t* const q[G], const uint8_t* const a[
     __m512i w[G];
     for (int g = 0; g < G; g++) w[g] = sub_weights<H>(q[g], c, k);
     for (int t = 0; t < T; t++) {
-      const __m512i av = bcast32(a[t] + 64 * c + 32 * H + 4 * k);
+      const __m512i av = Kq::bcast32(a[t] + 64 * c + 32 * H + 4 * k);
       for (int g = 0; g < G; g++) acc[g][t] = _mm512_dpbusd_epi32(acc[g][t], w[g], av);
     }
   }
@@ -66,14 +66,14 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
     const uint8_t* a[T];
     for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
     __m512i sc[G][8], mp[G][4];
-    for (int g = 0; g < G; g++) unpack_k4_scales(m[g], sc[g], mp[g]);
+    for (int g = 0; g < G; g++) Kq::unpack_k4_scales(m[g], sc[g], mp[g]);
     // The minimum terms (dmin * da) * msum need no dot products: computed first, off the
     // critical path at the block's end, and kept in memory.
     alignas(64) float mterm[G][T][16];
     for (int g = 0; g < G; g++) {
-      const __m512 dmin = load_f16x16(m[g] + 14 * kRows);
+      const __m512 dmin = Kq::load_f16_rows(m[g] + 14 * kRows);
       for (int t = 0; t < T; t++)
-        _mm512_store_ps(mterm[g][t], Q4K::min_term(mp[g], dmin, bcast_f32(a[t] + kActD), a[t]));
+        _mm512_store_ps(mterm[g][t], Q4K::min_term(mp[g], dmin, Kq::bcast_f32(a[t] + kActD), a[t]));
     }
     __m512i isum[G][T];
     for (int g = 0; g < G; g++)
@@ -85,11 +85,11 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
       gemm_sub<G, T, 1>(q, a, sc, c, isum);
     }
     for (int g = 0; g < G; g++) {
-      const __m512 d = load_f16x16(m[g] + 12 * kRows);
+      const __m512 d = Kq::load_f16_rows(m[g] + 12 * kRows);
       for (int t = 0; t < T; t++) {
-        const __m512 da = bcast_f32(a[t] + kActD);
+        const __m512 da = Kq::bcast_f32(a[t] + kActD);
         __m512 f = _mm512_load_ps(facc[g][t]);
-        f = _mm512_add_ps(f, mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[g][t])));
+        f = _mm512_add_ps(f, Kq::mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[g][t])));
         f = _mm512_sub_ps(f, _mm512_load_ps(mterm[g][t]));
         _mm512_store_ps(facc[g][t], f);
       }
@@ -98,7 +98,7 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
   for (int g = 0; g < G; g++) {
     const int64_t left = r1 - row0 - kRows * g;
     if (left <= 0) break;
-    const __mmask16 mask = row_mask(left < kRows ? static_cast<int>(left) : kRows);
+    const __mmask16 mask = Kq::mask(left < kRows ? static_cast<int>(left) : kRows);
     for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + kRows * g, mask, _mm512_load_ps(facc[g][t]));
   }
 }

@@ -45,7 +45,7 @@ LUMEN_KQ_INLINE void gemm_slice(const uint8_t* const q[G], const uint8_t* const 
   const int gi = 8 * h + 4 * P + kh + (kB ? 2 : 0);
   __m512i acc[G][T];
   for (int t = 0; t < T; t++) {
-    const __m512i c = bcast32(a[t] + kActCorr + 4 * gi);
+    const __m512i c = Kq::bcast32(a[t] + kActCorr + 4 * gi);
     for (int g = 0; g < G; g++) acc[g][t] = c;
   }
   for (int kk = 0; kk < 4; kk++) {
@@ -54,7 +54,7 @@ LUMEN_KQ_INLINE void gemm_slice(const uint8_t* const q[G], const uint8_t* const 
     for (int g = 0; g < G; g++) w[g] = slice_weights<P, kB>(q[g], h, k);
     const int e = 128 * h + 64 * P + 4 * k + (kB ? 32 : 0);
     for (int t = 0; t < T; t++) {
-      const __m512i av = bcast32(a[t] + e);
+      const __m512i av = Kq::bcast32(a[t] + e);
       for (int g = 0; g < G; g++) acc[g][t] = _mm512_dpbusd_epi32(acc[g][t], w[g], av);
     }
   }
@@ -90,10 +90,10 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
         gemm_slice<G, T, 1, true>(q, m, a, h, kh, isum);
       }
     for (int g = 0; g < G; g++) {
-      const __m512 d = load_f16x16(m[g] + 16 * kRows);
+      const __m512 d = Kq::load_f16_rows(m[g] + 16 * kRows);
       for (int t = 0; t < T; t++) {
         __m512 f = _mm512_load_ps(facc[g][t]);
-        f = _mm512_add_ps(f, mul_rounded(_mm512_mul_ps(d, bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[g][t])));
+        f = _mm512_add_ps(f, Kq::mul_rounded(_mm512_mul_ps(d, Kq::bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[g][t])));
         _mm512_store_ps(facc[g][t], f);
       }
     }
@@ -101,7 +101,7 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
   for (int g = 0; g < G; g++) {
     const int64_t left = r1 - row0 - kRows * g;
     if (left <= 0) break;
-    const __mmask16 mask = row_mask(left < kRows ? static_cast<int>(left) : kRows);
+    const __mmask16 mask = Kq::mask(left < kRows ? static_cast<int>(left) : kRows);
     for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + kRows * g, mask, _mm512_load_ps(facc[g][t]));
   }
 }

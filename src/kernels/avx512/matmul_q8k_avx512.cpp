@@ -10,14 +10,6 @@ namespace lumen::kquant {
 
 namespace {
 
-float hmax(__m512 v) {
-  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  return _mm_cvtss_f32(m4);
-}
-
 void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   __m512 v[16];
@@ -26,7 +18,7 @@ void quantize_block(const float* x, uint8_t* dst, int corr_mul) {
     v[j] = _mm512_loadu_ps(x + 16 * j);
     amax_v = _mm512_max_ps(_mm512_andnot_ps(sign, v[j]), amax_v);
   }
-  const float amax = hmax(amax_v);  // lanes are never NaN: no NaN ordering question here
+  const float amax = lumen::avx512::Vf::hmax(amax_v);  // lanes are never NaN: no NaN ordering question here
   const size_t bb = corr_mul != 0 ? kActBlockBytesCorr : kActBlockBytes;
   if (!(amax > 0.0f)) {
     std::memset(dst, 0, bb);

@@ -1,19 +1,16 @@
-// AVX-512 pieces shared by the K-quant matmul kernels (matmul_q*k_avx512.cpp): the vectorized
-// Q8_K activation conversion (bit-identical to from_float_q8_k, into kquant::kAct* layout) and
-// small always-inline helpers. Include only from AVX-512 translation units: the helpers have
-// internal linkage so no AVX-512 copy can be picked by the linker for baseline code.
+// AVX-512 VNNI as the K-quant kernels written once (kernels/generic/kq_*.h) see it: Kq, the SIMD
+// layer Vf plus the integer steps and tile walk of K-quant blocks (avx2::Kq has the same names),
+// the vectorized Q8_K activation conversion (bit-identical to from_float_q8_k, into
+// kquant::kAct* layout), and the helpers of the AVX-512-only GEMM tiles (Q4_K, Q6_K). Include
+// only from AVX-512 translation units: everything has internal linkage so no AVX-512 copy can
+// be picked by the linker for baseline code.
 #pragma once
-
-// GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
-// it once inlined (as in attention_avx512.cpp); silence that here, before the headers are read.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx512/simd_avx512.h"
 #include "kernels/kquant_pack.h"
 
 namespace lumen::kquant {
@@ -25,28 +22,6 @@ void convert_act_avx512(const float* x, uint8_t* dst, int64_t n_in, int corr_mul
 namespace avx512 {
 
 #define LUMEN_KQ_INLINE static inline __attribute__((always_inline))
-
-// 4 activation bytes (or two int16) at p, in every 32-bit lane.
-LUMEN_KQ_INLINE __m512i bcast32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
-LUMEN_KQ_INLINE __m512 bcast_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_ps(v);
-}
-
-// a * b rounded to float on its own: the empty asm hides the product from GCC, which would
-// otherwise fuse it with the following add into an FMA. The reference rounds the product and the
-// sum separately, so this keeps the kernels' results bit-identical to it.
-LUMEN_KQ_INLINE __m512 mul_rounded(__m512 a, __m512 b) {
-  __m512 p = _mm512_mul_ps(a, b);
-  asm("" : "+v"(p));
-  return p;
-}
 
 // A zero register from its own dependency-breaking xor (renamed away, no execution): GCC would
 // otherwise copy one shared zero register into each accumulator with a vector move.
@@ -63,21 +38,6 @@ LUMEN_KQ_INLINE void pin(__m512i (*v)[T]) {
   for (int g = 0; g < G; g++)
     for (int t = 0; t < T; t++) asm("" : "+v"(v[g][t]));
 }
-
-// 16 fp16 values at p as floats.
-LUMEN_KQ_INLINE __m512 load_f16x16(const uint8_t* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// Software prefetch of `bytes` (a multiple of 64) at p: the GEMV streams weights from DRAM
-// and the hardware prefetchers alone do not keep enough lines in flight for one core.
-LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-}
-
-// How many blocks ahead the kernels prefetch (1 to 8 measured about the same; 0 is slower).
-inline constexpr int kPrefetchBlocks = 1;
 
 // Token tile of the GEMM path: each loaded weight vector feeds this many tokens. With 2
 // accumulators per token plus the per-block sums, 4 tokens fit the 32 ZMM registers; 6 and 8
@@ -162,56 +122,16 @@ LUMEN_KQ_INLINE void for_gemm_tiles(int64_t r0, int64_t r1, int64_t n_tokens, si
   }
 }
 
-LUMEN_KQ_INLINE __mmask16 row_mask(int n_rows) {
-  return n_rows >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n_rows) - 1);
-}
-
-// Q4_K/Q5_K 6-bit scales and mins of a 16-row group block (meta bytes [b][q][r][jj], see
-// kquant_pack.h): sc[s] = scale of sub-block s per row (32-bit lanes), mp[p] = (min 2p,
-// min 2p+1) as two 16-bit halves of each row's lane, ready for vpdpwssd with bsums32 pairs.
-LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, __m512i sc[8], __m512i mp[4]) {
-  const __m512i b0 = _mm512_loadu_si512(m);
-  const __m512i b1 = _mm512_loadu_si512(m + 64);
-  const __m512i b2 = _mm512_loadu_si512(m + 128);
-  const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-  const __m512i s_lo = _mm512_and_si512(b0, m63);
-  const __m512i m_lo = _mm512_and_si512(b1, m63);
-  const __m512i s_hi =
-      _mm512_or_si512(_mm512_and_si512(b2, m0f), _mm512_and_si512(_mm512_srli_epi16(b0, 2), m30));
-  const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), m0f),
-                                       _mm512_and_si512(_mm512_srli_epi16(b1, 2), m30));
-  const __m512i lo16 = _mm512_set1_epi32(0xffff);
-  const __m512i pairs[4] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_lo)),
-                            _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_lo, 1)),
-                            _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_hi)),
-                            _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_hi, 1))};
-  for (int p = 0; p < 4; p++) {
-    sc[2 * p] = _mm512_and_si512(pairs[p], lo16);
-    sc[2 * p + 1] = _mm512_srli_epi32(pairs[p], 16);
-  }
-  mp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_lo));
-  mp[1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_lo, 1));
-  mp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_hi));
-  mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
-}
-
-
-// AVX-512 VNNI as the K-quant kernels written once (kernels/generic/kq_*.h) see it; avx2::Kq
-// has the same names. One vector holds one 32-bit lane per row of a 16-row group; the integer
-// dot products are VNNI's (vpdpbusd, vpdpwssd) into int32, so scale_sums is an exact int32
-// multiply.
+// One vector holds one 32-bit lane per row of a 16-row group; the integer dot products are
+// VNNI's (vpdpbusd, vpdpwssd) into int32, so scale_sums is an exact int32 multiply.
 namespace {
-struct Kq {
-  using I = __m512i;
-  using F = __m512;
+struct Kq : lumen::avx512::Vf {
   static constexpr int kRows = 16;
   static constexpr int kBytes = 64;  // one weight load: 4 bytes of each row
   static constexpr bool kI16Sums = false;  // dot_u8s8 sums are int32
 
   LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
-  LUMEN_KQ_INLINE I zero_i() { return _mm512_setzero_si512(); }
-  LUMEN_KQ_INLINE F zero_f() { return _mm512_setzero_ps(); }
   template <int kShift>
   LUMEN_KQ_INLINE I srl16(I v) {
     if constexpr (kShift == 0) return v;
@@ -225,7 +145,6 @@ struct Kq {
   LUMEN_KQ_INLINE I and_(I a, I b) { return _mm512_and_si512(a, b); }
   // a | (b & m) in one vpternlogd.
   LUMEN_KQ_INLINE I or_and(I a, I b, I m) { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); }
-  LUMEN_KQ_INLINE I add32(I a, I b) { return _mm512_add_epi32(a, b); }
   // acc += u8 weights x s8 activations, 4 per lane, summed to int32.
   LUMEN_KQ_INLINE I dot_u8s8(I acc, I w, I a) { return _mm512_dpbusd_epi32(acc, w, a); }
   // acc += int16 pairs x int16 pairs, summed to int32 per lane.
@@ -248,19 +167,58 @@ struct Kq {
     const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
     return _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), _mm256_set1_epi8(0x0f)));
   }
-  // Q4_K/Q5_K scales in scale_sums' form and mins as (2p, 2p+1) int16 pairs, of one block.
-  LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) { avx512::unpack_k4_scales(m, sc, mp); }
-  LUMEN_KQ_INLINE I bcast32(const uint8_t* p) { return avx512::bcast32(p); }
-  LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) { return avx512::bcast_f32(p); }
-  LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) { return load_f16x16(p); }
-  LUMEN_KQ_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
-  LUMEN_KQ_INLINE F sub(F a, F b) { return _mm512_sub_ps(a, b); }
-  LUMEN_KQ_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  LUMEN_KQ_INLINE F mul_rounded(F a, F b) { return avx512::mul_rounded(a, b); }
+  // Q4_K/Q5_K 6-bit scales and mins of a 16-row group block (meta bytes [b][q][r][jj], see
+  // kquant_pack.h): sc[s] = scale of sub-block s per row (32-bit lanes), mp[p] = (min 2p,
+  // min 2p+1) as two 16-bit halves of each row's lane, ready for vpdpwssd with bsums32 pairs.
+  LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) {
+    const __m512i b0 = _mm512_loadu_si512(m);
+    const __m512i b1 = _mm512_loadu_si512(m + 64);
+    const __m512i b2 = _mm512_loadu_si512(m + 128);
+    const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i s_lo = _mm512_and_si512(b0, m63);
+    const __m512i m_lo = _mm512_and_si512(b1, m63);
+    const __m512i s_hi =
+        _mm512_or_si512(_mm512_and_si512(b2, m0f), _mm512_and_si512(_mm512_srli_epi16(b0, 2), m30));
+    const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), m0f),
+                                         _mm512_and_si512(_mm512_srli_epi16(b1, 2), m30));
+    const __m512i lo16 = _mm512_set1_epi32(0xffff);
+    const __m512i pairs[4] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_lo)),
+                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_lo, 1)),
+                              _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_hi)),
+                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_hi, 1))};
+    for (int p = 0; p < 4; p++) {
+      sc[2 * p] = _mm512_and_si512(pairs[p], lo16);
+      sc[2 * p + 1] = _mm512_srli_epi32(pairs[p], 16);
+    }
+    mp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_lo));
+    mp[1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_lo, 1));
+    mp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_hi));
+    mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
+  }
+  // 4 activation bytes (or two int16) at p, in every 32-bit lane; the float at p in every lane.
+  LUMEN_KQ_INLINE I bcast32(const uint8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+  }
+  LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_ps(v);
+  }
+  // kRows fp16 values at p (any alignment) as floats.
+  LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   LUMEN_KQ_INLINE F to_float(I v) { return _mm512_cvtepi32_ps(v); }
-  LUMEN_KQ_INLINE void store_rows(float* y, F v, int n_rows) { _mm512_mask_storeu_ps(y, row_mask(n_rows), v); }
-  LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) { avx512::prefetch(p, bytes); }
-  static constexpr int kPrefetchBlocks = avx512::kPrefetchBlocks;
+  LUMEN_KQ_INLINE void store_rows(float* y, F v, int n_rows) { store_m(y, mask(n_rows), v); }
+  // Software prefetch of `bytes` (a multiple of 64) at p, kPrefetchBlocks blocks ahead (1 to 8
+  // measured about the same; 0 is slower): the GEMV streams weights from DRAM and the hardware
+  // prefetchers alone do not keep enough lines in flight for one core.
+  LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  }
+  static constexpr int kPrefetchBlocks = 1;
   template <class Fn>
   LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
     avx512::for_tiles(r0, r1, n_tokens, group_bytes, tile);

@@ -74,7 +74,7 @@ struct K4 {
         }
       }
       for (int t = 0; t < T; t++)
-        isum[t] = V::add32(isum[t], V::add32(V::scale_sums(lo[t], sc[2 * C]), V::scale_sums(hi[t], sc[2 * C + 1])));
+        isum[t] = V::add_i(isum[t], V::add_i(V::scale_sums(lo[t], sc[2 * C]), V::scale_sums(hi[t], sc[2 * C + 1])));
     }
   }
 
@@ -89,7 +89,7 @@ struct K4 {
   static void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
                    float* y, int64_t ldy, int n_rows) {
     F acc[T];
-    for (int t = 0; t < T; t++) acc[t] = V::zero_f();
+    for (int t = 0; t < T; t++) acc[t] = V::zero();
     for (int64_t b = 0; b < nb; b++) {
       const uint8_t* q = main + kMain * static_cast<size_t>(b);
       const uint8_t* m = meta + kMeta * static_cast<size_t>(b);

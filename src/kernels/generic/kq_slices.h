@@ -160,7 +160,7 @@ LUMEN_KQG_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
     }
   }
   const I sa = Fmt::template scales<V>(m + V::kRows * ga), sb = Fmt::template scales<V>(m + V::kRows * gb);
-  for (int t = 0; t < T; t++) isum[t] = V::add32(isum[t], V::add32(V::scale_sums(acc_a[t], sa), V::scale_sums(acc_b[t], sb)));
+  for (int t = 0; t < T; t++) isum[t] = V::add_i(isum[t], V::add_i(V::scale_sums(acc_a[t], sa), V::scale_sums(acc_b[t], sb)));
 }
 
 template <class V, class Fmt, int T>
@@ -170,7 +170,7 @@ void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uin
   using F = typename V::F;
   constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
   F acc[T];
-  for (int t = 0; t < T; t++) acc[t] = V::zero_f();
+  for (int t = 0; t < T; t++) acc[t] = V::zero();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t* q = main + kMain * static_cast<size_t>(b);
     const uint8_t* m = meta + kMeta * static_cast<size_t>(b);

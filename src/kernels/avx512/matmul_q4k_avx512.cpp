@@ -51,70 +51,38 @@ LUMEN_KQ_INLINE void gemm_sub(const uint8_t* const q[G], const uint8_t* const a[
   pin<G, T>(isum);
 }
 
-// The many-token tile: G row groups (at main + g * gbytes) x T tokens.
-template <int G, int T>
-void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
-               int64_t ldy, int64_t row0, int64_t r1) {
-  alignas(64) float facc[G][T][16] = {};
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* q[G];
-    const uint8_t* m[G];
-    for (int g = 0; g < G; g++) {
-      q[g] = main + gbytes * g + kMainQ4 * static_cast<size_t>(b);
-      m[g] = main + gbytes * g + kMainQ4 * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
-    }
-    const uint8_t* a[T];
-    for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
+// The GEMM tile's Q4_K steps (gemm_tile in matmul_q8k_avx512.h).
+struct Q4KGemm {
+  static constexpr size_t kMain = Q4K::kMain, kMeta = Q4K::kMeta, kActBytes = kActBlockBytes;
+  static constexpr size_t kDOffset = 12 * kRows;
+  static constexpr bool kMin = true;
+  template <int G, int T>
+  LUMEN_KQ_INLINE void block(const uint8_t* const q[G], const uint8_t* const m[G], const uint8_t* const a[T],
+                             __m512i isum[G][T], float mterm[G][T][16]) {
     __m512i sc[G][8], mp[G][4];
     for (int g = 0; g < G; g++) Kq::unpack_k4_scales(m[g], sc[g], mp[g]);
     // The minimum terms (dmin * da) * msum need no dot products: computed first, off the
     // critical path at the block's end, and kept in memory.
-    alignas(64) float mterm[G][T][16];
     for (int g = 0; g < G; g++) {
       const __m512 dmin = Kq::load_f16_rows(m[g] + 14 * kRows);
       for (int t = 0; t < T; t++)
         _mm512_store_ps(mterm[g][t], Q4K::min_term(mp[g], dmin, Kq::bcast_f32(a[t] + kActD), a[t]));
     }
-    __m512i isum[G][T];
-    for (int g = 0; g < G; g++)
-      for (int t = 0; t < T; t++) isum[g][t] = _mm512_setzero_si512();
     // A rolled loop over the 4 chunks: the unrolled block (~15 KiB of code) measured slower.
 #pragma GCC unroll 1
     for (int c = 0; c < 4; c++) {
       gemm_sub<G, T, 0>(q, a, sc, c, isum);
       gemm_sub<G, T, 1>(q, a, sc, c, isum);
     }
-    for (int g = 0; g < G; g++) {
-      const __m512 d = Kq::load_f16_rows(m[g] + 12 * kRows);
-      for (int t = 0; t < T; t++) {
-        const __m512 da = Kq::bcast_f32(a[t] + kActD);
-        __m512 f = _mm512_load_ps(facc[g][t]);
-        f = _mm512_add_ps(f, Kq::mul_rounded(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(isum[g][t])));
-        f = _mm512_sub_ps(f, _mm512_load_ps(mterm[g][t]));
-        _mm512_store_ps(facc[g][t], f);
-      }
-    }
   }
-  for (int g = 0; g < G; g++) {
-    const int64_t left = r1 - row0 - kRows * g;
-    if (left <= 0) break;
-    const __mmask16 mask = Kq::mask(left < kRows ? static_cast<int>(left) : kRows);
-    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + kRows * g, mask, _mm512_load_ps(facc[g][t]));
-  }
-}
+};
 
 // Q5_K keeps the 1 x 4 tiles at every token count: a sub-block-at-a-time tile (with the
 // high-bit loads and shifts repeated per sub-block) measured no faster.
 void compute_q4k(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
                  int64_t ldy, int64_t r0, int64_t r1) {
   if (n_tokens <= kTileTokens) return Q4K::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
-  const int64_t nb = w.n_in / kBlock;
-  const size_t gbytes = Q4K::group_bytes(nb);
-  const uint8_t* base = w.packed.get()->data;
-  for_gemm_tiles(r0, r1, n_tokens, gbytes, [&]<int G, int T>(int64_t g, int64_t t) {
-    gemm_tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride,
-                    y + g * kRows + ldy * t, ldy, g * kRows, r1);
-  });
+  gemm<Q4KGemm>(w, act, stride, n_tokens, y, ldy, r0, r1, Q4K::group_bytes(w.n_in / kBlock));
 }
 
 }  // namespace

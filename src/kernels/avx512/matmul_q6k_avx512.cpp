@@ -24,8 +24,8 @@ using namespace kquant;
 using namespace kquant::avx512;
 
 constexpr int kRows = 16;
-constexpr size_t kMain = 192 * kRows;  // 4 values in 3 bytes
-constexpr size_t kMeta = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
+constexpr size_t kMainQ6 = 192 * kRows;  // 4 values in 3 bytes
+constexpr size_t kMetaQ6 = 18 * kRows;   // int8 scales [g][r], fp16 d[r]
 constexpr size_t kBB = kActBlockBytesCorr;
 
 using Q6KGemv = SlicesKernel<Kq, Q6K>;  // kernels/generic/kq_slices.h
@@ -65,23 +65,14 @@ LUMEN_KQ_INLINE void gemm_slice(const uint8_t* const q[G], const uint8_t* const 
   pin<G, T>(isum);
 }
 
-// The many-token tile: G row groups (at main + g * gbytes) x T tokens.
-template <int G, int T>
-void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
-               int64_t ldy, int64_t row0, int64_t r1) {
-  alignas(64) float facc[G][T][16] = {};
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* q[G];
-    const uint8_t* m[G];
-    for (int g = 0; g < G; g++) {
-      q[g] = main + gbytes * g + kMain * static_cast<size_t>(b);
-      m[g] = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
-    }
-    const uint8_t* a[T];
-    for (int t = 0; t < T; t++) a[t] = act + stride * t + kBB * static_cast<size_t>(b);
-    __m512i isum[G][T];
-    for (int g = 0; g < G; g++)
-      for (int t = 0; t < T; t++) isum[g][t] = _mm512_setzero_si512();
+// The GEMM tile's Q6_K steps (gemm_tile in matmul_q8k_avx512.h).
+struct Q6KGemm {
+  static constexpr size_t kMain = kMainQ6, kMeta = kMetaQ6, kActBytes = kBB;
+  static constexpr size_t kDOffset = 16 * kRows;
+  static constexpr bool kMin = false;
+  template <int G, int T>
+  LUMEN_KQ_INLINE void block(const uint8_t* const q[G], const uint8_t* const m[G], const uint8_t* const a[T],
+                             __m512i isum[G][T], float (*)[T][16]) {
     for (int h = 0; h < 2; h++)
       for (int kh = 0; kh < 2; kh++) {
         gemm_slice<G, T, 0, false>(q, m, a, h, kh, isum);
@@ -89,36 +80,14 @@ void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* ac
         gemm_slice<G, T, 1, false>(q, m, a, h, kh, isum);
         gemm_slice<G, T, 1, true>(q, m, a, h, kh, isum);
       }
-    for (int g = 0; g < G; g++) {
-      const __m512 d = Kq::load_f16_rows(m[g] + 16 * kRows);
-      for (int t = 0; t < T; t++) {
-        __m512 f = _mm512_load_ps(facc[g][t]);
-        f = _mm512_add_ps(f, Kq::mul_rounded(_mm512_mul_ps(d, Kq::bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[g][t])));
-        _mm512_store_ps(facc[g][t], f);
-      }
-    }
   }
-  for (int g = 0; g < G; g++) {
-    const int64_t left = r1 - row0 - kRows * g;
-    if (left <= 0) break;
-    const __mmask16 mask = Kq::mask(left < kRows ? static_cast<int>(left) : kRows);
-    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + kRows * g, mask, _mm512_load_ps(facc[g][t]));
-  }
-}
+};
 
 void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
              int64_t ldy, int64_t r0, int64_t r1) {
-  const int64_t nb = w.n_in / kBlock;
-  const size_t gbytes = (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64;
-  const uint8_t* base = w.packed.get()->data;
-  if (n_tokens > kTileTokens) {
-    for_gemm_tiles(r0, r1, n_tokens, gbytes, [&]<int G, int T>(int64_t g, int64_t t) {
-      gemm_tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride,
-                      y + g * kRows + ldy * t, ldy, g * kRows, r1);
-    });
-    return;
-  }
-  Q6KGemv::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
+  if (n_tokens <= kTileTokens) return Q6KGemv::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
+  gemm<Q6KGemm>(w, act, stride, n_tokens, y, ldy, r0, r1,
+                (static_cast<size_t>(w.n_in / kBlock) * (kMainQ6 + kMetaQ6) + 63) / 64 * 64);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "kernels/avx512/simd_avx512.h"
 #include "kernels/kquant_pack.h"
+#include "kernels/matmul.h"
 
 namespace lumen::kquant {
 
@@ -228,6 +229,61 @@ struct Kq : lumen::avx512::Vf {
   }
   static constexpr auto pack = pack_kquant_r16;
 };
+
+// The many-token GEMM tile of a K-quant format Fmt (Q4_K, Q6_K): G row groups (16 rows each, at
+// main + g * gbytes) x T tokens, one super-block at a time. Fmt gives the group layout (kMain
+// weight bytes and kMeta scale bytes per block, kActBytes per activation block, kDOffset of the
+// fp16 d in the block's meta bytes) and block<G, T>(), which adds each row's exact int32 sum of
+// scale x sub-block dot to isum and, where Fmt::kMin, the block's float minimum terms to mterm.
+// Per block y += (d * da) * isum (- mterm): the reference's float evaluation order.
+template <class Fmt, int G, int T>
+void gemm_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
+               int64_t ldy, int64_t row0, int64_t r1) {
+  alignas(64) float facc[G][T][16] = {};
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* q[G];
+    const uint8_t* m[G];
+    for (int g = 0; g < G; g++) {
+      q[g] = main + gbytes * g + Fmt::kMain * static_cast<size_t>(b);
+      m[g] = main + gbytes * g + Fmt::kMain * static_cast<size_t>(nb) + Fmt::kMeta * static_cast<size_t>(b);
+    }
+    const uint8_t* a[T];
+    for (int t = 0; t < T; t++) a[t] = act + stride * t + Fmt::kActBytes * static_cast<size_t>(b);
+    __m512i isum[G][T];
+    for (int g = 0; g < G; g++)
+      for (int t = 0; t < T; t++) isum[g][t] = _mm512_setzero_si512();
+    alignas(64) float mterm[G][T][16];
+    Fmt::template block<G, T>(q, m, a, isum, mterm);
+    for (int g = 0; g < G; g++) {
+      const __m512 d = Kq::load_f16_rows(m[g] + Fmt::kDOffset);
+      for (int t = 0; t < T; t++) {
+        __m512 f = _mm512_load_ps(facc[g][t]);
+        f = _mm512_add_ps(f, Kq::mul_rounded(_mm512_mul_ps(d, Kq::bcast_f32(a[t] + kActD)), _mm512_cvtepi32_ps(isum[g][t])));
+        if constexpr (Fmt::kMin) f = _mm512_sub_ps(f, _mm512_load_ps(mterm[g][t]));
+        _mm512_store_ps(facc[g][t], f);
+      }
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    const int64_t left = r1 - row0 - Kq::kRows * g;
+    if (left <= 0) break;
+    const __mmask16 mask = Kq::mask(left < Kq::kRows ? static_cast<int>(left) : Kq::kRows);
+    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + ldy * t + Kq::kRows * g, mask, _mm512_load_ps(facc[g][t]));
+  }
+}
+
+// The GEMM path of Fmt over rows [r0, r1): gemm_tile over for_gemm_tiles' tiles.
+template <class Fmt>
+void gemm(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y, int64_t ldy,
+          int64_t r0, int64_t r1, size_t gbytes) {
+  const int64_t nb = w.n_in / kBlock;
+  const uint8_t* base = w.packed.get()->data;
+  for_gemm_tiles(r0, r1, n_tokens, gbytes, [&]<int G, int T>(int64_t g, int64_t t) {
+    gemm_tile<Fmt, G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride,
+                         y + g * Kq::kRows + ldy * t, ldy, g * Kq::kRows, r1);
+  });
+}
+
 }  // namespace
 }  // namespace avx512
 }  // namespace lumen::kquant

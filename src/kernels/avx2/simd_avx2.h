@@ -124,6 +124,13 @@ struct Vf {
   LUMEN_V_INLINE I zero_i() { return _mm256_setzero_si256(); }
   LUMEN_V_INLINE I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
   LUMEN_V_INLINE int hsum_i(I v) { return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
+  // Whole vectors (64-bit lanes) at p, 32-byte aligned: the roofline's read stream.
+  LUMEN_V_INLINE I load_i(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+  LUMEN_V_INLINE I add_i64(I a, I b) { return _mm256_add_epi64(a, b); }
+  LUMEN_V_INLINE uint64_t hsum_u64(I v) {
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return static_cast<uint64_t>(_mm_cvtsi128_si64(h)) + static_cast<uint64_t>(_mm_extract_epi64(h, 1));
+  }
   // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
   LUMEN_V_INLINE I to_i8_range(F v) {
     const I r = _mm256_cvtps_epi32(round_even(v));

@@ -111,6 +111,14 @@ struct Vf {
     const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
     return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
   }
+  // Whole vectors (64-bit lanes) at p, 64-byte aligned: the roofline's read stream.
+  LUMEN_V_INLINE I load_i(const void* p) { return _mm512_load_si512(p); }
+  LUMEN_V_INLINE I add_i64(I a, I b) { return _mm512_add_epi64(a, b); }
+  LUMEN_V_INLINE uint64_t hsum_u64(I v) {
+    const __m256i s = _mm256_add_epi64(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return static_cast<uint64_t>(_mm_cvtsi128_si64(h)) + static_cast<uint64_t>(_mm_extract_epi64(h, 1));
+  }
   // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
   LUMEN_V_INLINE I to_i8_range(F v) {
     const I r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

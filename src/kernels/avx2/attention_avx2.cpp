@@ -106,30 +106,20 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
   }
 }
 
-using RowBlockFn = void (*)(const float*, int64_t, int64_t, int64_t, float, const float*, const float*, int64_t,
-                            int64_t, const Row&, float*);
-
-RowBlockFn row_block_for(int64_t dkp) {
-  switch (dkp) {
-    case 64: return row_block<64>;
-    case 128: return row_block<128>;
-    default: return row_block<0>;
-  }
-}
-
 using Stage = attention_tile::Stage<avx2::Vf>;
 
 struct Attn {
   static constexpr int kRows = 1;
   // K row-major, round16(dk) floats per key, like V.
-  static void stage_k(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kbuf, float*) {
-    Stage::rows(Stage::line_for(t), t, k_rows, lo, nb, dk, kbuf);
-  }
-  static decltype(&stage_k) stage_k_for(GgmlType) { return stage_k; }
+  static attention_tile::RowsFn stage_k_for(GgmlType t) { return Stage::rows_for(t); }
   static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kbuf,
                          const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
     const int64_t dkp = attention_tile::round16(dk);
-    row_block_for(dkp)(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
+    switch (dkp) {  // the common head sizes with dkp a constant
+      case 64: return row_block<64>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
+      case 128: return row_block<128>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
+      default: return row_block<0>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
+    }
   }
 };
 

@@ -148,8 +148,7 @@ constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, ro
 // element c of each slice at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left as
 // they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds block
 // types' slices dequantized before the transpose.
-using StageKFn = void (*)(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt,
-                          float* line);
+using StageKFn = attention_tile::RowsFn;
 
 // Transposes the 16-key groups of keys [lo, nb), each slice read through rows.load(key, element,
 // count).

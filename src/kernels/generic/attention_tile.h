@@ -35,24 +35,31 @@ struct Row {  // one query row's running state
 // A head slice of n elements -> floats at dst, zero-padded to round16(n): the same floats as
 // kv_row_to_float. The type is read only by the fallback for types without a SIMD stager.
 using LineFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
+// Slices [lo, nb) of a block (the ones fetched) -> buf in the stager's layout; `line` is scratch
+// for stagers that dequantize to lines first (B x round16(n) floats; others ignore it).
+using RowsFn = void (*)(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf,
+                        float* line);
 
 template <class V>
 struct Stage {
   using F = typename V::F;
 
   // Loaders of the element types: elements [e, e + min(n, kLanes)) of a stored slice (n >= 1)
-  // as floats, zero beyond n.
+  // as floats, zero beyond n; full: kLanes elements (plain loads, the common case).
   struct LoadF32 {
+    static F full(const uint8_t* row, int64_t e) { return V::loadu(reinterpret_cast<const float*>(row) + e); }
     static F load(const uint8_t* row, int64_t e, int64_t n) {
       return V::load_m(V::mask(n), reinterpret_cast<const float*>(row) + e);
     }
   };
   struct LoadF16 {
+    static F full(const uint8_t* row, int64_t e) { return V::load_f16_part(reinterpret_cast<const uint16_t*>(row) + e, V::kLanes); }
     static F load(const uint8_t* row, int64_t e, int64_t n) {
       return V::load_f16_part(reinterpret_cast<const uint16_t*>(row) + e, n);
     }
   };
   struct LoadBF16 {
+    static F full(const uint8_t* row, int64_t e) { return V::load_bf16_part(reinterpret_cast<const uint16_t*>(row) + e, V::kLanes); }
     static F load(const uint8_t* row, int64_t e, int64_t n) {
       return V::load_bf16_part(reinterpret_cast<const uint16_t*>(row) + e, n);
     }
@@ -75,7 +82,13 @@ struct Stage {
 
   template <class L>
   static void line(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
-    for (int64_t c = 0; c < round16(n); c += V::kLanes) V::store(dst + c, c < n ? L::load(slice, c, n - c) : V::zero());
+    int64_t c = 0;
+    for (; c + V::kLanes <= n; c += V::kLanes) V::store(dst + c, L::full(slice, c));
+    if (c < n) {
+      V::store(dst + c, L::load(slice, c, n - c));
+      c += V::kLanes;
+    }
+    for (; c < round16(n); c += V::kLanes) V::store(dst + c, V::zero());
   }
 
   // The slice is whole blocks padded with zeros (attention.h), so the chunks past n read its
@@ -96,20 +109,21 @@ struct Stage {
     for (int64_t i = n; i < round16(n); i++) dst[i] = 0.0f;
   }
 
-  static LineFn line_for(GgmlType t) {
-    switch (t) {
-      case GgmlType::F32: return line<LoadF32>;
-      case GgmlType::F16: return line<LoadF16>;
-      case GgmlType::BF16: return line<LoadBF16>;
-      case GgmlType::Q8_0: return blocks<Q8_0Blocks>;
-      case GgmlType::Q4_0: return blocks<Q4_0Blocks>;
-      default: return any;
-    }
+  // Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice; the line
+  // stager a template argument, so it inlines (a call per slice measured ~10% of decode).
+  template <LineFn kLine>
+  static void rows(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf, float*) {
+    for (int64_t j = lo; j < nb; j++) kLine(t, slices[j], n, buf + j * round16(n));
   }
-
-  // Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice.
-  static void rows(LineFn fn, GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf) {
-    for (int64_t j = lo; j < nb; j++) fn(t, slices[j], n, buf + j * round16(n));
+  static RowsFn rows_for(GgmlType t) {
+    switch (t) {
+      case GgmlType::F32: return rows<line<LoadF32>>;
+      case GgmlType::F16: return rows<line<LoadF16>>;
+      case GgmlType::BF16: return rows<line<LoadBF16>>;
+      case GgmlType::Q8_0: return rows<blocks<Q8_0Blocks>>;
+      case GgmlType::Q4_0: return rows<blocks<Q4_0Blocks>>;
+      default: return rows<any>;
+    }
   }
 };
 
@@ -147,8 +161,8 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   const uint8_t** k_next = v_rows + kB;  // the next block's rows, fetched one block ahead
   const uint8_t** v_next = k_next + kB;
   static_assert(A::kRows <= 4, "attention_scratch_floats holds 4 probability rows");
-  const auto stage_k = A::stage_k_for(p.k_type);
-  const LineFn stage_v = Stage<V>::line_for(p.v_type);
+  const RowsFn stage_k = A::stage_k_for(p.k_type);
+  const RowsFn stage_v = Stage<V>::rows_for(p.v_type);
 
   int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
   for (int64_t i = 0; i < qs.n_q; i++) {
@@ -191,7 +205,7 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
     // the tile's query rows.
     stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
-    Stage<V>::rows(stage_v, p.v_type, v_rows, lo, nb, dv, vbuf);
+    stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
@@ -216,8 +230,9 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
       const int64_t r = i * group + g;
       const typename V::F inv = V::set1(1.0f / ls[r]);
       float* dst = qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv;
-      for (int64_t c = 0; c < dv; c += V::kLanes)
-        V::store_m(dst + c, V::mask(dv - c), V::mul(V::load(o + r * dvp + c), inv));
+      int64_t c = 0;  // whole vectors stored plainly: AVX2's masked stores are slow (on AMD)
+      for (; c + V::kLanes <= dv; c += V::kLanes) V::storeu(dst + c, V::mul(V::load(o + r * dvp + c), inv));
+      if (c < dv) V::store_m(dst + c, V::mask(dv - c), V::mul(V::load(o + r * dvp + c), inv));
     }
 }
 

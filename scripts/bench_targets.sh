@@ -4,10 +4,14 @@
 # measures the roofline now, then runs `lumen bench -t 2 -p 512 -n 128` (pp512, tg128) on each model, then the
 # engine benchmarks (`--batch 1,4,16,32 -p 128 -n 64`, `--cached-prefix 1024`) on TinyLlama Q8_0.
 # Usage: scripts/bench_targets.sh [MODEL_DIR]   (default /tmp/lumen-bench-models; ~5 GB)
+#        scripts/bench_targets.sh --formats [MODEL_DIR]   instead: TinyLlama in every weight format
+#        (`lumen quantize` of the F16 file; ~11 GB), each `-p 512 -n 128 -d 0,512,4096 -r 2`.
 # Run it on an idle machine: the figures are only comparable with the roofline printed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
+FORMATS=0
+[ "${1:-}" = "--formats" ] && { FORMATS=1; shift; }
 DIR="${1:-/tmp/lumen-bench-models}"
 LUMEN=./build/lumen
 [ -x "$LUMEN" ] || { echo "build lumen first (scripts/setup.sh)" >&2; exit 1; }
@@ -16,6 +20,17 @@ synth() {  # preset type file
   [ -f "$DIR/$3" ] || /usr/bin/python3 "$SHARED/tools/synth_gguf.py" --preset "$1" --type "$2" \
     --vocab-from "$SHARED/vocab/ggml-vocab-llama-spm.gguf" --out "$DIR/$3"
 }
+if [ "$FORMATS" = 1 ]; then
+  synth tinyllama-1.1b f16 tinyllama-f16.gguf
+  "$LUMEN" bench -t 2 --remeasure -p 8 -n 8 -r 1 2>&1 | grep '^machine'
+  for t in Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL Q4_K Q5_K Q6_K Q8_0 F16 BF16; do
+    f="$DIR/tinyllama-$(echo "$t" | tr 'A-Z' 'a-z').gguf"
+    [ -f "$f" ] || "$LUMEN" quantize "$DIR/tinyllama-f16.gguf" "$f" "$t" >/dev/null
+    echo "== tinyllama $t"
+    "$LUMEN" bench -m "$f" -t 2 -p 512 -n 128 -d 0,512,4096 -r 2 2>/dev/null | grep -E '^\| [a-z]'
+  done
+  exit 0
+fi
 synth tinyllama-1.1b q8_0 tinyllama-q8_0.gguf
 synth tinyllama-1.1b q4_0 tinyllama-q4_0.gguf
 synth tinyllama-1.1b f16 tinyllama-f16.gguf

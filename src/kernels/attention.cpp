@@ -19,6 +19,11 @@ int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
+size_t kv_row_bytes(GgmlType type, int64_t n) {
+  const TypeTraits& tr = type_traits(type);
+  return static_cast<size_t>((n + tr.block_size - 1) / tr.block_size) * tr.type_size;
+}
+
 bool kv_type_supported(GgmlType type) {
   switch (type) {
     case GgmlType::F32:

@@ -38,6 +38,12 @@ struct AttentionParams {
 // The five K/V element types the kernels read.
 bool kv_type_supported(GgmlType type);
 
+// Bytes of one stored K or V head slice of n elements. A block type's last block is zero-padded
+// when n is not a multiple of its 32 elements: ceil(n / 32) blocks (each head is quantized on
+// its own: a scale never spans two heads). The KV storage, `lumen plan` and the roofline report
+// size the cache with this; the SIMD tiles prefetch slices of this size.
+size_t kv_row_bytes(GgmlType type, int64_t n);
+
 // Elements [first, first + n) of one stored K or V row of `type` as floats, exactly as the
 // type's reference to_float gives them (Q8_0: d * q, Q4_0: d * (q - 8), one float multiply).
 // The range may start and end inside a 32-element block. Error for an unsupported type.

@@ -53,11 +53,6 @@ void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
 
 }  // namespace
 
-size_t kv_row_bytes(GgmlType type, int64_t n) {
-  const TypeTraits& tr = type_traits(type);
-  return static_cast<size_t>((n + tr.block_size - 1) / tr.block_size) * tr.type_size;
-}
-
 KvRows PagedKvSource::rows() const { return KvRows{fetch_paged_rows, this}; }
 
 KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)

@@ -21,12 +21,6 @@
 
 namespace lumen {
 
-// Bytes of one stored K or V head slice of n elements. A block type's last block is zero-padded
-// when n is not a multiple of its 32 elements: ceil(n / 32) blocks (each head is quantized on
-// its own: a scale never spans two heads). `lumen plan` and the roofline report size the cache
-// with this too.
-size_t kv_row_bytes(GgmlType type, int64_t n);
-
 struct KvLayout {
   int64_t n_layer = 0;
   int64_t n_head_kv = 1;

@@ -127,17 +127,6 @@ struct Stage {
   }
 };
 
-// Bytes of a stored slice of n elements (kv_row_bytes: a block type's slice is whole blocks).
-inline size_t slice_bytes(GgmlType t, int64_t n) {
-  switch (t) {
-    case GgmlType::F16:
-    case GgmlType::BF16: return static_cast<size_t>(n) * 2;
-    case GgmlType::Q8_0: return static_cast<size_t>((n + 31) / 32) * 34;
-    case GgmlType::Q4_0: return static_cast<size_t>((n + 31) / 32) * 18;
-    default: return static_cast<size_t>(n) * 4;
-  }
-}
-
 // The tile (AttentionTileFn). Scratch layout within attention_scratch_floats: per query row its
 // output accumulator, max and sum; the staged K (kbuf) and, for A's K stagers that need it, the
 // block's K lines before their final layout (kline); the staged V; A::kRows probability rows;
@@ -178,7 +167,7 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   // The next block's head slices are prefetched while this block is computed (the loads of the
   // staging were the tile's main stall; a cache block's slices of one head are contiguous, but
   // consecutive cache blocks need not be).
-  const size_t k_len = slice_bytes(p.k_type, dk), v_len = slice_bytes(p.v_type, dv);
+  const size_t k_len = kv_row_bytes(p.k_type, dk), v_len = kv_row_bytes(p.v_type, dv);
   auto prefetch_rows = [&](int64_t n) {
     for (int64_t j = 0; j < n; j++) {
       for (size_t b = 0; b < k_len; b += 64) __builtin_prefetch(k_next[j] + b, 0, 3);

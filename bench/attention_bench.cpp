@@ -16,11 +16,11 @@
 namespace lumen {
 namespace {
 
-// Args: n_head, n_head_kv, head_dim, n_kv, threads. 8 layers, so the K/V of one call (a layer)
-// is not in L2 from the previous call's layer.
-void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type) {
+// Args: n_head, n_head_kv, head_dim, n_kv, threads. kLayers layers, called in turn: 8, so the K/V
+// of one call (a layer) is not in L2 from the previous call's layer; 22 (TinyLlama's) at 4,096
+// keys, so the cache is in DRAM as in a model's decode step.
+void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type, int64_t kLayers = 8) {
   const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n_kv = state.range(3);
-  constexpr int64_t kLayers = 8;
   ThreadPool pool(static_cast<int>(state.range(4)));
   KvLayout layout;
   layout.n_layer = kLayers;
@@ -71,12 +71,19 @@ void BM_AttentionDecode(benchmark::State& state) { attention_decode(state, GgmlT
 void BM_AttentionDecodeKv(benchmark::State& state) {
   attention_decode(state, static_cast<GgmlType>(state.range(5)), static_cast<GgmlType>(state.range(6)));
 }
+// Args as BM_AttentionDecode; 22 layers, so at 4,096 keys the F16 cache (88 MiB) is in DRAM.
+void BM_AttentionDecodeDeep(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16, 22); }
 // TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
 BENCHMARK(BM_AttentionDecode)
     ->Args({32, 4, 64, 576, 2})
     ->Args({32, 4, 64, 2048, 2})
     ->Args({9, 3, 64, 576, 2})
     ->Args({32, 4, 64, 576, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_AttentionDecodeDeep)
+    ->Args({32, 4, 64, 4096, 2})
+    ->Args({32, 4, 64, 4096, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 // TinyLlama's shape at 2048 keys, one thread: F16, Q8_0, Q4_0 and Q8_0 K with Q4_0 V.

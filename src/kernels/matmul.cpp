@@ -4,34 +4,22 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <sys/mman.h>
-
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 
 namespace lumen {
 
 void PackedWeights::Free::operator()(uint8_t* p) const {
-  if (mapped > 0) munmap(p, mapped);
+  if (mapped > 0) unmap_huge(p, mapped);
   else std::free(p);
 }
 
 uint8_t* PackedWeights::allocate(size_t n_bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  if (n_bytes >= kHuge) {
-    // Map one huge page more than needed, then unmap the ends so the buffer starts on a 2 MiB
-    // boundary (transparent huge pages need aligned 2 MiB ranges). Anonymous pages are zero.
-    const size_t size = (n_bytes + kHuge - 1) / kHuge * kHuge;
-    void* raw = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) fail("out of memory repacking {} bytes of weights", n_bytes);
-    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-    const uintptr_t aligned = (start + kHuge - 1) & ~(uintptr_t{kHuge} - 1);
-    if (aligned > start) munmap(raw, aligned - start);
-    const uintptr_t end = start + size + kHuge;
-    if (end > aligned + size) munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
-    auto* p = reinterpret_cast<uint8_t*>(aligned);
-    madvise(p, size, MADV_HUGEPAGE);  // advice only: without it the buffer still works
-    owned = std::unique_ptr<uint8_t, Free>(p, Free{size});
+  if (n_bytes >= (size_t{2} << 20)) {  // whole huge pages (core/huge_pages.h); anonymous pages are zero
+    auto* p = static_cast<uint8_t*>(map_huge(n_bytes, /*reserve=*/true));
+    if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
+    owned = std::unique_ptr<uint8_t, Free>(p, Free{n_bytes});
     data = p;
     bytes = n_bytes;
     return p;

@@ -24,7 +24,7 @@ struct PackedWeights {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   struct Free {
-    size_t mapped;  // bytes of an mmap'd buffer; 0 (value-initialized): from aligned_alloc
+    size_t mapped;  // bytes asked of map_huge; 0 (value-initialized): from aligned_alloc
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, Free> owned;

@@ -1,12 +1,12 @@
 #include "kv/kv_storage.h"
 
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace lumen {
 
@@ -71,14 +71,15 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
   k_bytes_ = round64(slots * layout.row_bytes_k());
   layer_bytes_ = k_bytes_ + round64(slots * layout.row_bytes_v());
   bytes_ = layer_bytes_ * static_cast<size_t>(groups_.layers_per_group);
-  // Anonymous pages are zero and committed on first write: a large pool costs only what is used.
-  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) fail("cannot map {} bytes for the KV cache ({} blocks)", bytes_, n_blocks);
+  // Anonymous pages are zero and committed on first write: a large pool costs only what is used
+  // (in 2 MiB pages: core/huge_pages.h says why).
+  void* p = map_huge(bytes_, /*reserve=*/false);
+  if (!p) fail("cannot map {} bytes for the KV cache ({} blocks)", bytes_, n_blocks);
   arena_ = static_cast<uint8_t*>(p);
 }
 
 KvStorage::~KvStorage() {
-  if (arena_) munmap(arena_, bytes_);
+  unmap_huge(arena_, bytes_);
 }
 
 void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {

@@ -153,10 +153,12 @@ using StageKFn = attention_tile::RowsFn;
 // Transposes the 16-key groups of keys [lo, nb), each slice read through rows.load(key, element,
 // count).
 template <class Rows>
-void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
+void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt, const attention_tile::Ahead& ahead) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 r[16];
+  ahead.rows(0, lo / 16 * 16);
   for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
+    ahead.rows(j0, j0 + 16);
     for (int64_t c = 0; c < dk; c += 16) {
 #pragma GCC unroll 16
       for (int i = 0; i < 16; i++) r[i] = j0 + i >= lo && j0 + i < nb ? rows.load(j0 + i, c, dk - c) : _mm512_setzero_ps();
@@ -180,15 +182,17 @@ struct LineRows {  // slices already dequantized into lines of dkp floats
 };
 
 template <class L>
-void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*) {
-  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt);
+void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*,
+             const attention_tile::Ahead& ahead) {
+  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt, ahead);
 }
 
 template <attention_tile::LineFn kStage>
-void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line) {
+void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line,
+                   const attention_tile::Ahead& ahead) {
   const int64_t dkp = round16(dk);
-  for (int64_t j = lo; j < nb; j++) kStage(t, k_rows[j], dk, line + j * dkp);
-  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
+  Stage::rows<kStage>(t, k_rows, lo, nb, dk, line, nullptr, ahead);
+  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt, attention_tile::Ahead{});
 }
 
 // The stager of a tile's K slices: the element types transposed straight from the cache, the

@@ -1,7 +1,8 @@
 // The AVX2 (+FMA+F16C) matmul kernels, all in one list; matmul_dispatch.cpp files them in the
 // (weight type, ISA) table. Each is defined in this folder by the translation unit of its family:
 // matmul_float_avx2.cpp (kernels/generic/matmul_float.h), matmul_q32_avx2.cpp (32-element
-// blocks), matmul_q*k_avx2.cpp (K-quants, kernels/generic/kq_*.h).
+// blocks), matmul_kq_slices_avx2.cpp and matmul_kq_nibbles_avx2.cpp (K-quants,
+// kernels/generic/kq_slices.h and kq_nibbles.h).
 #pragma once
 
 #include "kernels/matmul_kernel.h"

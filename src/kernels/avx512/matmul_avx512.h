@@ -1,8 +1,8 @@
 // The AVX-512 (F/BW/VL/DQ + VNNI + BF16) matmul kernels, all in one list; matmul_dispatch.cpp
 // files them in the (weight type, ISA) table. Each is defined in this folder by the translation
 // unit of its family: matmul_float_avx512.cpp (kernels/generic/matmul_float.h),
-// matmul_q32_avx512.cpp (32-element blocks), matmul_q*k_avx512.cpp (K-quants,
-// kernels/generic/kq_*.h).
+// matmul_q32_avx512.cpp (32-element blocks), matmul_kq_slices_avx512.cpp and
+// matmul_kq_nibbles_avx512.cpp (K-quants, kernels/generic/kq_slices.h and kq_nibbles.h).
 #pragma once
 
 #include "kernels/matmul_kernel.h"

@@ -1,15 +1,18 @@
-// Q6_K x Q8_K matmul, AVX-512 VNNI. Weights are repacked into 16-row groups (kquant_pack.h):
-// for each 4 consecutive elements of 16 rows, three 64-byte vectors hold the 6-bit values
-// v (0..63, u8) of 4 slices (32 elements apart), three of them one AND away and the fourth a
-// few shifts, ready for vpdpbusd against 4 broadcast activation bytes. The format's offset
-// (q = v - 32) is applied exactly by starting each group's int32 accumulator at -32 * bsum16
-// (ActCorr::Int32), so that after the group
+// The K-quant families over kernels/generic/kq_slices.h on AVX-512 VNNI: Q2_K, Q3_K and Q6_K x
+// Q8_K. Up to kTileTokens tokens (decode), kquant::SlicesKernel over avx512::Kq: 16-row groups,
+// vpdpbusd int32 sums times the group scale (Q2_K's minimums through vpdpwssd; Q3_K and Q6_K start
+// the sums at ActCorr::Int32, the activation correction that undoes their offset; Q3_K's high bit
+// joins the low two in one vpternlogd), a tile of 16 rows x T (1..4) tokens, every weight vector
+// feeding T tokens.
+// Q6_K's weights are repacked into 16-row groups (kquant_pack.h): for each 4 consecutive elements
+// of 16 rows, three 64-byte vectors hold the 6-bit values v (0..63, u8) of 4 slices (32 elements
+// apart), three of them one AND away and the fourth a few shifts, ready for vpdpbusd against 4
+// broadcast activation bytes. The format's offset (q = v - 32) is applied exactly by starting
+// each group's int32 accumulator at -32 * bsum16 (ActCorr::Int32), so that after the group
 //   acc = sum (v - 32) * a,   isum += scale * acc   (all exact int32),
 // and per block y += (d * da) * isum, the reference's float evaluation order.
-// Up to kTileTokens tokens (decode): kernels/generic/kq_slices.h over avx512::Kq, a tile of 16
-// rows x T (1..4) tokens, every weight vector feeding T tokens. More tokens (prefill), here
-// alone because only AVX-512's 32 registers hold it: 2 row groups x 6 tokens, one scale group
-// at a time (for_gemm_tiles in matmul_q8k_avx512.h).
+// More tokens (Q6_K prefill), here alone because only AVX-512's 32 registers hold it: 2 row
+// groups x 6 tokens, one scale group at a time (for_gemm_tiles in matmul_q8k_avx512.h).
 #include "kernels/avx512/matmul_avx512.h"
 
 #include "kernels/avx512/matmul_q8k_avx512.h"
@@ -92,6 +95,15 @@ void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n
 
 }  // namespace
 
+using Q2KAvx512 = kquant::SlicesKernel<kquant::avx512::Kq, kquant::Q2K>;
+using Q3KAvx512 = kquant::SlicesKernel<kquant::avx512::Kq, kquant::Q3K>;
+
+const MatmulKernel kMatmulQ2_KAvx512 = {"q2_K/avx512-vnni",       GgmlType::Q2_K,     Isa::Avx512,
+                                        kquant::avx512::Kq::kRows, kquant::avx512::Kq::pack, kquant::act_row_bytes_plain,
+                                        Q2KAvx512::convert,       Q2KAvx512::compute};
+const MatmulKernel kMatmulQ3_KAvx512 = {"q3_K/avx512-vnni",       GgmlType::Q3_K,     Isa::Avx512,
+                                        kquant::avx512::Kq::kRows, kquant::avx512::Kq::pack, kquant::act_row_bytes_corr,
+                                        Q3KAvx512::convert,       Q3KAvx512::compute};
 const MatmulKernel kMatmulQ6_KAvx512 = {
     "q6_K/avx512-vnni",         GgmlType::Q6_K, Isa::Avx512, kRows, kquant::pack_kquant_r16,
     kquant::act_row_bytes_corr, Q6KGemv::convert, compute};

@@ -15,9 +15,33 @@
 
 namespace lumen {
 
+void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits& traits, int64_t i,
+                      LlamaLayer& L) {
+  auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+  L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+  L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+  L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+  L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+  L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+  if (traits.qkv_bias) {
+    L.bq = w.vector(n("attn_q.bias"), c.q_dim());
+    L.bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
+    L.bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
+  }
+  if (traits.qk_norm) {
+    L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
+    L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+  }
+  L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+  L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
+  L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
+  L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
+}
+
 LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
                                    const LlamaFamilyTraits& traits)
     : Model(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
+  if (!traits_.sliding_window) config_.layer_window.clear();
   const ModelConfig& c = config_;
   const GgufFile& f = *file_;
   WeightLoader w(f);
@@ -30,28 +54,7 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   if (w.has("rope_freqs.weight")) rope_freqs_ = w.vector("rope_freqs.weight", c.rope_dims / 2);
 
   layers_.resize(c.n_layer);
-  for (int64_t i = 0; i < c.n_layer; i++) {
-    Layer& L = layers_[i];
-    auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-    L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
-    L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
-    L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
-    L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
-    L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
-    if (traits_.qkv_bias) {
-      L.bq = w.vector(n("attn_q.bias"), c.q_dim());
-      L.bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
-      L.bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
-    }
-    if (traits_.qk_norm) {
-      L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
-      L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
-    }
-    L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
-    L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
-    L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
-    L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
-  }
+  for (int64_t i = 0; i < c.n_layer; i++) traits_.load_layer(w, c, traits_, i, layers_[i]);
   for (const GgufTensorInfo& t : f.tensors())
     if (t.name != "token_embd.weight" || output_.data == tok_embd_.data) weight_bytes_ += t.n_bytes;
 

@@ -13,6 +13,7 @@ const std::vector<ArchitectureEntry>& architectures() {
       {"llama", make_llama_model},
       {"qwen2", make_qwen2_model},
       {"qwen3", make_qwen3_model},
+      {"phi3", make_phi3_model},
   };
   return table;
 }

@@ -24,5 +24,6 @@ const std::vector<ArchitectureEntry>& architectures();
 std::unique_ptr<Model> make_llama_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 std::unique_ptr<Model> make_qwen2_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
+std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 
 }  // namespace lumen

@@ -24,6 +24,15 @@ WeightMatrix WeightLoader::matrix(const std::string& name, int64_t n_in, int64_t
   return w;
 }
 
+WeightMatrix WeightLoader::matrix_rows(const std::string& name, int64_t n_in, int64_t n_out, int64_t first,
+                                       int64_t n) const {
+  LUMEN_ASSERT(first >= 0 && n > 0 && first + n <= n_out);
+  WeightMatrix w = matrix(name, n_in, n_out);
+  w.data = w.row(first);
+  w.n_out = n;
+  return w;
+}
+
 const float* WeightLoader::vector(const std::string& name, int64_t n) const {
   const GgufTensorInfo* t = file_.find_tensor(name);
   if (!t) fail("{}: missing tensor '{}'", file_.path(), name);

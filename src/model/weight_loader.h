@@ -18,6 +18,9 @@ class WeightLoader {
   bool has(const std::string& name) const;
   // A 2-D matrix of n_out rows of n_in; its type must support matmul.
   WeightMatrix matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  // Rows [first, first + n) of a fused matrix of n_out rows of n_in (e.g. phi3's attn_qkv: Q, K
+  // and V one after the other), as a matrix of its own: a view of those rows of the file.
+  WeightMatrix matrix_rows(const std::string& name, int64_t n_in, int64_t n_out, int64_t first, int64_t n) const;
   // A 1-D F32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n) const;
   const float* optional_vector(const std::string& name, int64_t n) const {

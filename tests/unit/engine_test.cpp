@@ -157,19 +157,30 @@ TEST_F(EngineTest, ConcurrentEqualsAloneQuantizedKv) {
   }
 }
 
-TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticQwen) {
-  const std::string rel = "reference/synth-qwen3-0.6b-2l-f32.json";
-  if (!test::shared_exists(rel)) GTEST_SKIP();
-  const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
-  std::string why;
-  const std::string path = test::synth_model(ref["model"]["file"].get<std::string>(),
-                                             "--preset qwen3-0.6b --layers 2 --type f32 --vocab-from " +
-                                                 test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
-                                             ref["model"]["sha256"], &why);
-  if (path.empty()) GTEST_SKIP() << why;
-  Loaded m = load(path);
-  expect_concurrent_equals_alone(m, together_config(), false);
-  expect_concurrent_equals_alone(m, together_config(), true);
+// Every synthetic architecture of ../shared/reference, through its synth_gguf.py preset.
+TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticFamilies) {
+  const std::pair<const char*, const char*> families[] = {
+      {"synth-qwen3-0.6b-2l-f32.json", "--preset qwen3-0.6b --layers 2 --type f32"},
+      {"synth-phi3-mini-2l-f32.json", "--preset phi3-mini --layers 2 --type f32"},
+  };
+  int ran = 0;
+  for (const auto& [json_rel, args] : families) {
+    const std::string rel = std::string("reference/") + json_rel;
+    if (!test::shared_exists(rel)) continue;
+    SCOPED_TRACE(json_rel);
+    const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
+    std::string why;
+    const std::string path = test::synth_model(
+        ref["model"]["file"].get<std::string>(),
+        std::string(args) + " --vocab-from " + test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
+        ref["model"]["sha256"], &why);
+    if (path.empty()) GTEST_SKIP() << why;
+    Loaded m = load(path);
+    expect_concurrent_equals_alone(m, together_config(), false);
+    expect_concurrent_equals_alone(m, together_config(), true);
+    ran++;
+  }
+  if (ran == 0) GTEST_SKIP() << "no synthetic references";
 }
 
 class EngineStories : public testing::Test {

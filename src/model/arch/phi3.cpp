@@ -1,0 +1,53 @@
+// Architecture 'phi3' (Phi-3): the Llama-family decoder with NEOX RoPE, whose Q, K and V come
+// from one fused matrix (blk.N.attn_qkv: rows 0..q_dim-1 are Q, then K, then V) and whose FFN
+// gate and up halves from one (blk.N.ffn_up: 2 n_ff rows, the gate first). Each fused matrix is
+// loaded as row views, so the forward pass and its kernels are the Llama family's unchanged.
+// `phi3.attention.sliding_window` is read and ignored, as llama.cpp does for phi3 (every layer
+// sees the whole causal context). LongRoPE files (rope_factors_long/short, Phi-3 128k) are
+// refused rather than run without their scaling.
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/llama_family.h"
+#include "model/registry.h"
+#include "model/weight_loader.h"
+
+namespace lumen {
+
+namespace {
+
+void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits&, int64_t i, LlamaLayer& L) {
+  auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+  L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+  if (w.has(n("attn_qkv.weight"))) {
+    const int64_t rows = c.q_dim() + c.kv_dim_k() + c.kv_dim_v();
+    L.wq = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, 0, c.q_dim());
+    L.wk = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim(), c.kv_dim_k());
+    L.wv = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim() + c.kv_dim_k(), c.kv_dim_v());
+  } else {  // as llama.cpp, separate Q, K and V are accepted too
+    L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+    L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+    L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+  }
+  L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+  L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+  L.w_gate = w.matrix_rows(n("ffn_up.weight"), c.n_embd, 2 * c.n_ff, 0, c.n_ff);
+  L.w_up = w.matrix_rows(n("ffn_up.weight"), c.n_embd, 2 * c.n_ff, c.n_ff, c.n_ff);
+  L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (file->find_tensor(t))
+      fail("{}: tensor '{}': phi3 with LongRoPE scaling (Phi-3 128k) is not supported", file->path(), t);
+  LlamaFamilyTraits traits;
+  traits.rope_style = RopeStyle::NeoX;
+  traits.sliding_window = false;
+  traits.load_layer = load_phi3_layer;
+  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
+}
+
+}  // namespace lumen

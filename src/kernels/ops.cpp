@@ -1,6 +1,9 @@
 // Dispatch of the element-wise ops to the table of the active ISA, chosen once.
 #include "kernels/ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/ops_isa.h"
 #include "kernels/ref/ops_ref.h"
 
@@ -27,6 +30,18 @@ const OpsTable& active() {
 }  // namespace
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { active().rms_norm(x, w, y, n, eps); }
+
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float* low,
+                    float* high) {
+  // The pair whose rotation completes `beta` turns over n_ctx_orig positions (ggml's float steps).
+  auto dim = [&](float beta) {
+    return static_cast<float>(n_rot) *
+           std::log(static_cast<float>(n_ctx_orig) / (beta * 2.0f * static_cast<float>(M_PI))) /
+           (2.0f * std::log(freq_base));
+  };
+  *low = std::max(0.0f, std::floor(dim(beta_fast)));
+  *high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(beta_slow)));
+}
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
   active().rope(x, n_heads, head_dim, pos, p);

@@ -19,7 +19,19 @@ struct RopeParams {
   float freq_scale = 1.0f;
   bool neox = false;           // pairs (i, i + n_rot/2) instead of (2i, 2i+1)
   const float* freq_factors = nullptr;  // optional, n_rot/2 divisors of theta (Llama 3 scaling)
+  // YaRN (ggml's rope_yarn): with ext_factor != 0, pair i's angle mixes the interpolated
+  // freq_scale * theta and the unscaled theta by ramp(i) * ext_factor, where ramp is 1 below
+  // pair yarn_low, 0 above yarn_high and linear between; cos and sin are then multiplied by
+  // attn_factor * (1 + 0.1 ln(1 / freq_scale)). ext_factor 0: plain (linear) scaling, cos and sin
+  // times attn_factor.
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float yarn_low = 0.0f, yarn_high = 0.0f;  // ggml's corr_dims, yarn_corr_dims() below
 };
+// ggml_rope_yarn_corr_dims: the pairs where YaRN's ramp starts and ends, for rotations that
+// complete beta_fast and beta_slow turns over the original context (n_rot dims, base).
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                    float* low, float* high);
 // Rotates n_heads heads of head_dim floats each (contiguous), at position pos.
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
 

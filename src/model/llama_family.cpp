@@ -63,6 +63,11 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   rope_.freq_scale = c.rope_freq_scale;
   rope_.neox = c.rope_style == RopeStyle::NeoX;
   rope_.freq_factors = rope_freqs_;
+  rope_.ext_factor = c.rope_ext_factor;
+  rope_.attn_factor = c.rope_attn_factor;
+  if (rope_.ext_factor != 0.0f)
+    yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, c.yarn_beta_fast, c.yarn_beta_slow,
+                   &rope_.yarn_low, &rope_.yarn_high);
 
   LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
   if (options_.n_batch < 1) fail("n_batch must be at least 1");

@@ -84,9 +84,14 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   c.rope_style = rope_style;
   const std::string scaling(f.get_string(a + "rope.scaling.type").value_or("none"));
   const double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
-  if (scaling == "linear") {
-    if (!(factor > 0)) fail("{}: rope.scaling.type linear needs a positive rope.scaling.factor", f.path());
+  c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
+                               f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
+  c.rope_attn_factor = static_cast<float>(f.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
+  if (!(c.rope_attn_factor > 0)) fail("{}: rope.scaling.attn_factor must be positive", f.path());
+  if (scaling == "linear" || scaling == "yarn") {
+    if (!(factor > 0)) fail("{}: rope.scaling.type {} needs a positive rope.scaling.factor", f.path(), scaling);
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    if (scaling == "yarn") c.rope_ext_factor = 1.0f;
   } else if (auto s = f.get_float(a + "rope.scale_linear")) {
     if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
     c.rope_freq_scale = static_cast<float>(1.0 / *s);

@@ -30,7 +30,15 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   int64_t rope_dims = 0;       // rotated dimensions per head (default head_dim_k)
-  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  float rope_freq_scale = 1.0f;  // 1 / the scaling factor (linear or YaRN)
+  // YaRN (`rope.scaling.type` yarn, as llama.cpp reads it for the Llama family): ext_factor 1,
+  // beta_fast 32 and beta_slow 1 fixed (no `rope.scaling.yarn_*` key is read), over
+  // `rope.scaling.original_context_length` (default context_length); attn_factor from
+  // `rope.scaling.attn_factor` (default 1). ext_factor 0: no YaRN.
+  float rope_ext_factor = 0.0f;
+  float rope_attn_factor = 1.0f;
+  int64_t rope_n_ctx_orig = 0;
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
   RopeStyle rope_style = RopeStyle::Adjacent;
   // Sliding-window attention: per layer, the positions a token attends to (itself and the
   // W - 1 before it), 0 for a global layer. From `{arch}.attention.sliding_window` (W) and

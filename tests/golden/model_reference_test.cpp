@@ -54,6 +54,7 @@ std::vector<Case> cases() {
       {"synth-qwen2.5-0.5b-2l-f32.json", "", "--preset qwen2.5-0.5b --layers 2 --type f32", 1e-3, 1e-4, 1e-4},
       {"synth-qwen3-0.6b-2l-f32.json", "", "--preset qwen3-0.6b --layers 2 --type f32", 1e-3, 1e-4, 1e-4},
       {"synth-phi3-mini-2l-f32.json", "", "--preset phi3-mini --layers 2 --type f32", 1e-3, 1e-4, 1e-4},
+      {"synth-llama-yarn-2l-f32.json", "", "--preset llama-yarn --layers 2 --type f32", 1e-3, 1e-4, 1e-4},
   };
   struct Q { const char* name; double tol; double ppl; double margin; };
   const Q quant[] = {{"F16", 2e-3, 1e-4, 1e-2}, {"BF16", 1e-2, 5e-4, 1e-2}, {"Q8_0", 3e-2, 2e-3, 0.1},

@@ -3,6 +3,8 @@
 // bit for bit, over lengths with tails and the edge values of exp's range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -96,6 +98,39 @@ TEST(Ops, RopeIsBitIdentical) {
               ASSERT_EQ(got, want) << "head_dim " << head_dim << " n_rot " << n_rot << " neox " << neox << " pos " << pos;
             }
   }
+}
+
+// YaRN (ggml's rope_yarn): bit-identical per ISA, pairs below the ramp unscaled, pairs above it
+// interpolated (freq_scale), cos and sin times mscale = 1 + 0.1 ln(1 / freq_scale).
+TEST(Ops, RopeYarn) {
+  RopeParams p;
+  p.n_rot = 64;
+  p.freq_base = 10000.0f;
+  p.freq_scale = 0.25f;
+  p.ext_factor = 1.0f;
+  yarn_corr_dims(64, 4096, 10000.0f, 32.0f, 1.0f, &p.yarn_low, &p.yarn_high);
+  EXPECT_EQ(p.yarn_low, 10.0f);  // ../shared/reference's synth-llama-yarn: corr_dims [10, 23]
+  EXPECT_EQ(p.yarn_high, 23.0f);
+  const int32_t pos = 1234;
+  std::vector<float> c(32), s(32);
+  ref::rope_angles(pos, p, c.data(), s.data());
+  const double mscale = 1.0 + 0.1 * std::log(4.0);
+  for (int i : {0, 5, 10, 23, 31}) {
+    const double theta_ext = pos * std::pow(10000.0, -2.0 * i / 64.0);
+    const double ramp = 1.0 - std::clamp((i - 10.0) / 13.0, 0.0, 1.0);
+    const double theta = 0.25 * theta_ext * (1.0 - ramp) + theta_ext * ramp;
+    EXPECT_NEAR(c[i], std::cos(theta) * mscale, 2e-3) << "pair " << i;
+    EXPECT_NEAR(s[i], std::sin(theta) * mscale, 2e-3) << "pair " << i;
+  }
+  for (const OpsTable* t : tables())
+    for (bool neox : {false, true}) {
+      p.neox = neox;
+      const auto x = randn(3 * 64, 7);
+      std::vector<float> want = x, got = x;
+      ref::rope(want.data(), 3, 64, pos, p);
+      t->rope(got.data(), 3, 64, pos, p);
+      EXPECT_EQ(got, want) << t->name << " neox " << neox;
+    }
 }
 
 TEST(Ops, SoftmaxMatchesReference) {

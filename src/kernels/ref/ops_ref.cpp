@@ -21,12 +21,26 @@ void rope_angles(int32_t pos, const RopeParams& p, float* cos_out, float* sin_ou
   const int64_t half = p.n_rot / 2;
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
   float theta = static_cast<float>(pos);
+  // The same float operations as ggml's rope_yarn (mscale applied only when it is not 1, so the
+  // plain case is the bare cos and sin).
+  float mscale = p.attn_factor;
+  if (p.ext_factor != 0.0f) mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
   for (int64_t i = 0; i < half; i++) {
     float t = theta;
     if (p.freq_factors) t /= p.freq_factors[i];
+    const float t_extrap = t;
     t *= p.freq_scale;
+    if (p.ext_factor != 0.0f) {
+      const float y = (static_cast<float>(i) - p.yarn_low) / std::max(0.001f, p.yarn_high - p.yarn_low);
+      const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      t = t * (1.0f - ramp_mix) + t_extrap * ramp_mix;
+    }
     cos_out[i] = std::cos(t);
     sin_out[i] = std::sin(t);
+    if (mscale != 1.0f) {
+      cos_out[i] *= mscale;
+      sin_out[i] *= mscale;
+    }
     theta *= theta_scale;
   }
 }

@@ -3,6 +3,7 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -122,7 +123,9 @@ void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const 
           kv_row_to_float(p.k_type, k_rows[j], 0, dk, kf);
           float s = 0.0f;
           for (int64_t i = 0; i < dk; i++) s += q[i] * kf[i];
-          scores[j0 - begin + j] = s * p.scale;
+          s *= p.scale;
+          if (p.softcap > 0.0f) s = p.softcap * std::tanh(s * (1.0f / p.softcap));
+          scores[j0 - begin + j] = s;
         }
       }
       ref::softmax(scores, n_kv - begin);
@@ -179,6 +182,7 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
   for (GgmlType t : {p.k_type, p.v_type})
     if (!kv_type_supported(t)) fail("attention: KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(t));
   if (p.window < 0) fail("attention: negative window {}", p.window);
+  if (!(p.softcap >= 0.0f)) fail("attention: invalid soft-cap {}", p.softcap);
   thread_local DriverState caller_state;
   DriverState& st = caller_state;  // the workers below must see the caller's, not their own
   const AttentionTileFn kernel = attention_tile_kernel(isa);

@@ -26,6 +26,9 @@ struct AttentionParams {
   int64_t head_dim_k = 0;  // of queries and keys
   int64_t head_dim_v = 0;  // of values and outputs
   float scale = 1.0f;      // applied to q.k before the softmax
+  // > 0: each scaled score s becomes softcap * tanh(s / softcap) before the mask and the softmax
+  // (Gemma 2's attention soft-capping; s * (1 / softcap) as ggml computes it). 0: off.
+  float softcap = 0.0f;
   // Element types of the K and V head slices, each one of F32, F16, BF16, Q8_0, Q4_0 (a slice
   // of a block type is ceil(head_dim / 32) blocks, the last one zero-padded).
   GgmlType k_type = GgmlType::F32;

@@ -9,7 +9,8 @@
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar", ref::rms_norm, ref::rope, ref::softmax, ref::swiglu, ref::vec_add};
+const OpsTable kOpsScalar = {"scalar",    ref::rms_norm, ref::rope, ref::softmax,
+                             ref::swiglu, ref::geglu,    ref::vec_add};
 
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
@@ -30,6 +31,7 @@ const OpsTable& active() {
 }  // namespace
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { active().rms_norm(x, w, y, n, eps); }
+void geglu(const float* gate, const float* up, float* out, int64_t n) { active().geglu(gate, up, out, n); }
 
 void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow, float* low,
                     float* high) {

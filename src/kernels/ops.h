@@ -41,6 +41,12 @@ void softmax(float* x, int64_t n);
 // out[i] = silu(gate[i]) * up[i]
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 
+// out[i] = gelu(gate[i]) * up[i], GELU's tanh approximation as ggml's CPU computes it (Gemma's
+// GeGLU): 0 for gate <= -10, gate for gate >= 10, otherwise the F16 rounding of
+// 0.5 h (1 + tanh(sqrt(2/pi) h (1 + 0.044715 h^2))) for h = gate rounded to F16 (ggml reads a
+// table of those F16 values indexed by the F16 input).
+void geglu(const float* gate, const float* up, float* out, int64_t n);
+
 // out[i] = a[i] + b[i] (out may be a or b): residual connections, biases.
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 

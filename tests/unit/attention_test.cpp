@@ -275,6 +275,45 @@ TEST(Attention, QueryResultIndependentOfBatch) {
         }
 }
 
+// Soft-capped scores (Gemma 2): kernels against the reference, the reference against the capped
+// scores written out (a cap of 1 squeezes them hard), and a query's result alone as in a batch.
+TEST(Attention, SoftCap) {
+  const auto isas = simd_isas();
+  ThreadPool pool(2);
+  for (float cap : {1.0f, 50.0f})
+    for (const Shape& sh : {Shape{8, 4, 256, 256}, Shape{8, 2, 48, 48}}) {
+      SCOPED_TRACE(testing::Message() << "cap " << cap << " dk " << sh.dk);
+      AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, {GgmlType::F32, GgmlType::F32}, {70, 9}, 21, 32);
+      s.p.scale *= 8.0f;  // scores with a standard deviation of ~16: the cap matters
+      s.p.softcap = cap;
+      const auto want = run(s, Isa::Scalar, pool);
+      for (Isa isa : isas) {
+        const auto all = run(s, isa, pool);
+        expect_match(s, all, want, isa_name(isa), 1e-4);
+        std::vector<float> one(s.ldo);
+        attention(s.p, batch_of(s, &s.seq_ids[40], &s.positions[40], 1), s.q.data() + 40 * s.ldq, s.ldq, one.data(),
+                  s.ldo, pool, isa);
+        for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++) ASSERT_EQ(one[i], all[40 * s.ldo + i]) << i;
+      }
+      // Token 40's first head by hand: scores capped, masked to its window, softmax, V sum.
+      const int64_t t = 40, sq = s.seq_ids[t], pos = s.positions[t], dk = sh.dk;
+      std::vector<double> sc;
+      for (int64_t j = std::max<int64_t>(0, pos - 31); j <= pos; j++) {
+        double d = 0;
+        for (int64_t e = 0; e < dk; e++) d += double(s.q[t * s.ldq + e]) * s.k_in[sq][j][e];
+        sc.push_back(cap * std::tanh(d * s.p.scale / cap));
+      }
+      const double mx = *std::max_element(sc.begin(), sc.end());
+      double den = 0;
+      for (double& x : sc) den += (x = std::exp(x - mx));
+      for (int64_t e = 0; e < 4; e++) {
+        double o = 0;
+        for (size_t j = 0; j < sc.size(); j++) o += sc[j] / den * s.v_in[sq][std::max<int64_t>(0, pos - 31) + j][e];
+        EXPECT_NEAR(want[t * s.ldo + e], o, 1e-4);
+      }
+    }
+}
+
 // A row source standing for a paged cache that has freed the blocks below a window: their
 // block-table entries are garbage, and asking for any position below first_valid counts as a
 // violation (and hands out NaN rows instead of touching the table).

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
+#include "core/dtype.h"
 #include "kernels/ops.h"
 #include "kernels/ops_isa.h"
 #include "kernels/ref/ops_ref.h"
@@ -147,6 +148,36 @@ TEST(Ops, SoftmaxMatchesReference) {
       }
     }
   }
+}
+
+// GeGLU as ggml's F16 GELU table: SIMD and reference agree up to one F16 rounding of the GELU
+// (their tanh may differ in the last bits), and at the table's edges exactly.
+TEST(Ops, GegluMatchesReference) {
+  std::vector<float> edge = {0.0f, -0.0f, 1e-30f, 9.99f, 10.0f, 10.5f, -9.99f, -10.0f, -10.5f, 100.0f, -100.0f};
+  for (float v = -12.0f; v <= 12.0f; v += 0.013f) edge.push_back(v);
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : kLengths) {
+      const auto g = randn(n, static_cast<uint32_t>(n + 19), 3.0f);
+      const auto u = randn(n, static_cast<uint32_t>(n + 20));
+      std::vector<float> want(n), got(n);
+      ref::geglu(g.data(), u.data(), want.data(), n);
+      t->geglu(g.data(), u.data(), got.data(), n);
+      expect_close(got, want, 1e-3, 1e-6, "geglu");
+    }
+    const int64_t n = static_cast<int64_t>(edge.size());
+    std::vector<float> ones(n, 1.0f), want(n), got(n);
+    ref::geglu(edge.data(), ones.data(), want.data(), n);
+    t->geglu(edge.data(), ones.data(), got.data(), n);
+    expect_close(got, want, 1e-3, 1e-6, "geglu edges");
+    for (size_t i = 0; i < edge.size(); i++)
+      if (edge[i] >= 10.0f || edge[i] <= -10.0f) EXPECT_EQ(got[i], edge[i] >= 10.0f ? edge[i] : 0.0f) << edge[i];
+  }
+  // The F16 table's value at 1: tanh-GELU(1) = 0.84119 (erf-GELU would be 0.84134), rounded to F16.
+  float one = 1.0f, up = 1.0f, y = 0.0f;
+  ref::geglu(&one, &up, &y, 1);
+  EXPECT_EQ(y, fp16_to_fp32(fp32_to_fp16(0.5f * (1.0f + std::tanh(0.7978845608f * 1.044715f)))));
+  EXPECT_NEAR(y, 0.84119, 5e-4);
 }
 
 TEST(Ops, SwigluMatchesReference) {

@@ -34,7 +34,7 @@ inline __m256 fold8(const __m256* v) {
 // dkp / dvp floats apart (multiples of 16, zero-padded). kDkp: dkp as a compile-time constant
 // (0: use dkp_rt), so the 8 key rows of a sub-block are addressed from one base register.
 template <int64_t kDkp>
-void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float scale, const float* kbuf,
+void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float scale, float softcap, const float* kbuf,
                const float* vbuf, int64_t lo, int64_t nk, const Row& r, float* pbuf) {
   const int64_t dkp = kDkp ? kDkp : dkp_rt;
   __m256 s[kAttentionKeyBlock / 8];
@@ -56,7 +56,10 @@ void row_block(const float* q, int64_t dk, int64_t dkp_rt, int64_t dvp, float sc
       for (int jj = 0; jj < 8; jj++) acc[jj] = _mm256_fmadd_ps(qc, _mm256_load_ps(kb + jj * dkp + c), acc[jj]);
     }
     const __m256 valid = _mm256_castsi256_ps(_mm256_andnot_si256(tail_mask(lo - sb * 8), tail_mask(nk - sb * 8)));
-    s[sb] = _mm256_blendv_ps(ninf, _mm256_mul_ps(fold8(acc), _mm256_set1_ps(scale)), valid);
+    __m256 sc = _mm256_mul_ps(fold8(acc), _mm256_set1_ps(scale));
+    if (softcap > 0.0f)
+      sc = _mm256_mul_ps(_mm256_set1_ps(softcap), avx2::tanh(_mm256_mul_ps(sc, _mm256_set1_ps(1.0f / softcap))));
+    s[sb] = _mm256_blendv_ps(ninf, sc, valid);
     mx = _mm256_max_ps(mx, s[sb]);
   }
   const float m_old = *r.m;
@@ -112,13 +115,13 @@ struct Attn {
   static constexpr int kRows = 1;
   // K row-major, round16(dk) floats per key, like V.
   static attention_tile::RowsFn stage_k_for(GgmlType t) { return Stage::rows_for(t); }
-  static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kbuf,
-                         const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+  static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
+                         const float* kbuf, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
     const int64_t dkp = attention_tile::round16(dk);
     switch (dkp) {  // the common head sizes with dkp a constant
-      case 64: return row_block<64>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
-      case 128: return row_block<128>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
-      default: return row_block<0>(q[0], dk, dkp, dvp, scale, kbuf, vbuf, lo, nk, rows[0], pbuf);
+      case 64: return row_block<64>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);
+      case 128: return row_block<128>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);
+      default: return row_block<0>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);
     }
   }
 };

@@ -85,6 +85,8 @@ struct Vf {
   LUMEN_V_INLINE F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   LUMEN_V_INLINE F div(F a, F b) { return _mm256_div_ps(a, b); }
   LUMEN_V_INLINE F max(F a, F b) { return _mm256_max_ps(a, b); }
+  // a <= b ? x : y per lane (false for NaN)
+  LUMEN_V_INLINE F select_le(F a, F b, F x, F y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LE_OQ)); }
   LUMEN_V_INLINE F min(F a, F b) { return _mm256_min_ps(a, b); }
   LUMEN_V_INLINE F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   LUMEN_V_INLINE F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
@@ -157,6 +159,7 @@ struct Vf {
 }  // namespace
 
 LUMEN_V_INLINE __m256 exp(__m256 x) { return vec_math::exp<Vf>(x); }
+LUMEN_V_INLINE __m256 tanh(__m256 x) { return vec_math::tanh<Vf>(x); }
 LUMEN_V_INLINE float exp1(float x) { return vec_math::exp1<Vf>(x); }
 LUMEN_V_INLINE float hsum(__m256 v) { return Vf::hsum(v); }
 LUMEN_V_INLINE double hsum(__m256d v) { return Vf::hsum(v); }

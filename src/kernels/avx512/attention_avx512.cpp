@@ -60,8 +60,8 @@ inline void transpose16(__m512* r) {
 // whatever the other rows are, and a query's heads are always split into the same R-chunks, so
 // results do not depend on the tile (decode = prefill, bit for bit).
 template <int R>
-void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kt, const float* vbuf,
-                int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap, const float* kt,
+                const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 acc[R][4];
 #pragma GCC unroll 4
@@ -93,7 +93,11 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, con
 #pragma GCC unroll 4
     for (int sb = 0; sb < 4; sb++) {
       const __mmask16 valid = static_cast<__mmask16>(keys >> (16 * sb));
-      acc[r][sb] = _mm512_mask_blend_ps(valid, ninf, _mm512_mul_ps(acc[r][sb], vscale));
+      __m512 sc = _mm512_mul_ps(acc[r][sb], vscale);
+      if (softcap > 0.0f)
+        sc = _mm512_mul_ps(_mm512_set1_ps(softcap),
+                           avx512::tanh(_mm512_mul_ps(sc, _mm512_set1_ps(1.0f / softcap))));
+      acc[r][sb] = _mm512_mask_blend_ps(valid, ninf, sc);
       mx = _mm512_max_ps(mx, acc[r][sb]);
     }
     const float m_old = *rows[r].m;
@@ -140,8 +144,8 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, con
   }
 }
 
-using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, const float*, const float*, int64_t,
-                             int64_t, const Row*, float*);
+using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, float, const float*, const float*,
+                             int64_t, int64_t, const Row*, float*);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
 // K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
@@ -211,9 +215,9 @@ StageKFn k_stager(GgmlType t) {
 struct Attn {
   static constexpr int kRows = 4;
   static StageKFn stage_k_for(GgmlType t) { return k_stager(t); }
-  static void rows_block(int nr, const float* const* q, int64_t dk, int64_t dvp, float scale, const float* kt,
-                         const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
-    kRowsBlock[nr](q, dk, dvp, scale, kt, vbuf, lo, nk, rows, pbuf);
+  static void rows_block(int nr, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
+                         const float* kt, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+    kRowsBlock[nr](q, dk, dvp, scale, softcap, kt, vbuf, lo, nk, rows, pbuf);
   }
 };
 

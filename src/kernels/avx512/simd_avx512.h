@@ -79,6 +79,8 @@ struct Vf {
   LUMEN_V_INLINE F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   LUMEN_V_INLINE F div(F a, F b) { return _mm512_div_ps(a, b); }
   LUMEN_V_INLINE F max(F a, F b) { return _mm512_max_ps(a, b); }
+  // a <= b ? x : y per lane (false for NaN)
+  LUMEN_V_INLINE F select_le(F a, F b, F x, F y) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LE_OQ), y, x); }
   LUMEN_V_INLINE F min(F a, F b) { return _mm512_min_ps(a, b); }
   LUMEN_V_INLINE F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   LUMEN_V_INLINE F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
@@ -143,6 +145,7 @@ struct Vf {
 }  // namespace
 
 LUMEN_V_INLINE __m512 exp(__m512 x) { return vec_math::exp<Vf>(x); }
+LUMEN_V_INLINE __m512 tanh(__m512 x) { return vec_math::tanh<Vf>(x); }
 LUMEN_V_INLINE float exp1(float x) { return vec_math::exp1<Vf>(x); }
 LUMEN_V_INLINE float hsum(__m512 v) { return Vf::hsum(v); }
 LUMEN_V_INLINE double hsum(__m512d v) { return Vf::hsum(v); }

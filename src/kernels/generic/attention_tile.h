@@ -6,7 +6,8 @@
 // final normalisation. What differs per ISA is A:
 //  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
 //  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
-//  - A::rows_block: the scores, online softmax and P.V of those rows against the block.
+//  - A::rows_block: the scores (soft-capped with softcap > 0), online softmax and P.V of those
+//    rows against the block.
 // Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
 // and on which chunk of A::kRows of its group it is in, never on the other queries of the
 // tile, so a query gets the same bits in decode and in prefill. Free of library inline code
@@ -224,7 +225,7 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
           q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
           rows[k] = Row{o + r * dvp, mx + r, ls + r};
         }
-        A::rows_block(nr, q, dk, dvp, p.scale, kbuf, vbuf, k_lo, nk, rows, pbuf);
+        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, vbuf, k_lo, nk, rows, pbuf);
       }
     }
   }

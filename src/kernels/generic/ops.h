@@ -123,6 +123,22 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
 }
 
 template <class V>
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  using F = typename V::F;
+  for_vectors<V>(n, [&]<bool kFull>(int64_t i, typename V::M m) {
+    const F g = load<V, kFull>(m, gate + i);
+    const F h = V::round_f16(g);
+    const F inner = V::mul(V::mul(V::set1(0.79788456080286535588f), h),
+                           V::add(V::set1(1.0f), V::mul(V::mul(V::set1(0.044715f), h), h)));
+    F y = V::round_f16(V::mul(V::mul(V::set1(0.5f), h), V::add(V::set1(1.0f), vec_math::tanh<V>(inner))));
+    // Outside (-10, 10): the input from 10 up, 0 from -10 down (a NaN stays NaN, as in the reference).
+    y = V::select_le(V::set1(10.0f), g, g, y);
+    y = V::select_le(g, V::set1(-10.0f), V::zero(), y);
+    store<V, kFull>(m, out + i, V::mul(y, load<V, kFull>(m, up + i)));
+  });
+}
+
+template <class V>
 void vec_add(const float* a, const float* b, float* out, int64_t n) {
   for_vectors<V>(n, [&]<bool kFull>(int64_t i, typename V::M m) {
     store<V, kFull>(m, out + i, V::add(load<V, kFull>(m, a + i), load<V, kFull>(m, b + i)));

@@ -1,5 +1,8 @@
 #include "kernels/ref/ops_ref.h"
 
+#include "core/dtype.h"
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -82,6 +85,22 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    float y;
+    if (g <= -10.0f) {
+      y = 0.0f;
+    } else if (g >= 10.0f) {
+      y = g;
+    } else {
+      const float h = fp16_to_fp32(fp32_to_fp16(g));
+      y = fp16_to_fp32(fp32_to_fp16(0.5f * h * (1.0f + std::tanh(0.79788456080286535588f * h * (1.0f + 0.044715f * h * h)))));
+    }
+    out[i] = y * up[i];
+  }
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {

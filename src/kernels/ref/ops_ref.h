@@ -14,6 +14,7 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
 void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+void geglu(const float* gate, const float* up, float* out, int64_t n);
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 
 // RoPE's angles for one position, shared by every head: cos/sin of dimension pair i for

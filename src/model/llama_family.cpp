@@ -2,15 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
-#include <new>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "kernels/attention.h"
-#include "core/thread_pool.h"
 #include "model/weight_loader.h"
 
 namespace lumen {
@@ -40,23 +35,13 @@ void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFa
 
 LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
                                    const LlamaFamilyTraits& traits)
-    : Model(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
+    : Decoder(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
   if (!traits_.sliding_window) config_.layer_window.clear();
   const ModelConfig& c = config_;
-  const GgufFile& f = *file_;
-  WeightLoader w(f);
-  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (!embd) fail("{}: missing tensor 'token_embd.weight'", f.path());
-  if (c.n_vocab == 0) config_.n_vocab = embd->ne[1];
-  tok_embd_ = w.matrix("token_embd.weight", c.n_embd, config_.n_vocab);
-  output_norm_ = w.vector("output_norm.weight", c.n_embd);
-  output_ = w.has("output.weight") ? w.matrix("output.weight", c.n_embd, config_.n_vocab) : tok_embd_;
+  WeightLoader w(*file_);
   if (w.has("rope_freqs.weight")) rope_freqs_ = w.vector("rope_freqs.weight", c.rope_dims / 2);
-
   layers_.resize(c.n_layer);
   for (int64_t i = 0; i < c.n_layer; i++) traits_.load_layer(w, c, traits_, i, layers_[i]);
-  for (const GgufTensorInfo& t : f.tensors())
-    if (t.name != "token_embd.weight" || output_.data == tok_embd_.data) weight_bytes_ += t.n_bytes;
 
   rope_.n_rot = c.rope_dims;
   rope_.freq_base = c.rope_freq_base;
@@ -69,194 +54,31 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
     yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, c.yarn_beta_fast, c.yarn_beta_slow,
                    &rope_.yarn_low, &rope_.yarn_high);
 
-  LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
-  if (options_.n_batch < 1) fail("n_batch must be at least 1");
-  const int64_t nb = options_.n_batch;
-  // Choose each matrix's kernel for this CPU and repack its weights, once.
-  const Isa isa = active_isa();
-  const MatmulKernel* f16_kernel = nullptr;
-  if (options_.f16_as_bf16) {
-    f16_kernel = find_f16_as_bf16_kernel(isa);
-    if (!f16_kernel)
-      fail("computing F16 weights as BF16 needs the avx512 kernels (AVX-512 BF16); this run uses {}", isa_name(isa));
+  // Q/K/V and gate/up run as matmul_multi() jobs, the output and down projections alone.
+  std::vector<WeightMatrix*> matrices = {&output_};
+  std::vector<std::vector<const WeightMatrix*>> multi;
+  for (LlamaLayer& L : layers_) {
+    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
+    multi.push_back({&L.wq, &L.wk, &L.wv});
+    multi.push_back({&L.w_gate, &L.w_up});
   }
-  auto prepare = [&](WeightMatrix& m) {
-    if (f16_kernel && m.type == GgmlType::F16) prepare_weights(m, *f16_kernel);
-    else prepare_weights(m, isa);
-  };
-  size_t scratch = 0;
-  prepare(output_);
-  scratch = std::max(scratch, matmul_scratch_size(output_, nb));
-  for (Layer& L : layers_) {
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) prepare(*m);
-    // Q/K/V and gate/up run as matmul_multi() jobs, the output and down projections alone.
-    const WeightMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
-    const WeightMatrix* gate_up[] = {&L.w_gate, &L.w_up};
-    scratch = std::max({scratch, matmul_multi_scratch_size(qkv, 3, nb), matmul_multi_scratch_size(gate_up, 2, nb),
-                        matmul_scratch_size(L.wo, nb), matmul_scratch_size(L.w_down, nb)});
-  }
-  // The activations of n_batch tokens: the one allocation that grows with the batch size.
-  const size_t floats = static_cast<size_t>(nb) * static_cast<size_t>(4 * c.n_embd + 2 * c.q_dim() + c.kv_dim_k() +
-                                                                       c.kv_dim_v() + 2 * c.n_ff);
-  try {
-    x_.resize(nb * c.n_embd);
-    xn_.resize(nb * c.n_embd);
-    q_.resize(nb * c.q_dim());
-    k_.resize(nb * c.kv_dim_k());
-    v_.resize(nb * c.kv_dim_v());
-    attn_.resize(nb * c.q_dim());
-    gate_.resize(nb * c.n_ff);
-    up_.resize(nb * c.n_ff);
-    out_rows_.resize(nb * c.n_embd);
-    scratch_.resize(scratch);
-  } catch (const std::bad_alloc&) {
-    const size_t need = floats * sizeof(float) + scratch;
-    throw OutOfMemoryError(fmt::format("the forward pass over batches of {} tokens needs {} bytes of buffers", nb, need), need);
-  }
+  prepare(matrices, multi);
 }
 
-void LlamaFamilyModel::validate(const Batch& batch, const KvStorage& kv) {
-  const int64_t n = batch.size();
-  if (n == 0) fail("empty batch");
-  if (n > options_.n_batch) fail("batch of {} tokens exceeds n_batch {}", n, options_.n_batch);
-  if (batch.positions.size() != batch.tokens.size() || batch.seq.size() != batch.tokens.size() ||
-      batch.want_logits.size() != batch.tokens.size())
-    fail("malformed batch: field sizes differ");
-  const KvLayout& kl = kv.layout();
-  if (kl.n_layer != config_.n_layer || kl.kv_dim_k != config_.kv_dim_k() || kl.kv_dim_v != config_.kv_dim_v())
-    fail("the KV cache's layout ({} layers, K/V rows of {}/{}) is not this model's ({}, {}/{})", kl.n_layer, kl.kv_dim_k,
-         kl.kv_dim_v, config_.n_layer, config_.kv_dim_k(), config_.kv_dim_v());
-  const KvGroups& groups = kv.groups();
-  const int32_t n_groups = groups.n_groups();
-  if (groups.layer_group.size() != static_cast<size_t>(config_.n_layer))
-    fail("the KV cache's groups cover {} layers, the model has {}", groups.layer_group.size(), config_.n_layer);
-  for (int64_t il = 0; il < config_.n_layer; il++)
-    if (groups.groups[groups.layer_group[il]].window != config_.window(il))
-      fail("the KV cache's window for layer {} ({}) is not the model's ({})", il,
-           groups.groups[groups.layer_group[il]].window, config_.window(il));
-  if (batch.n_groups != n_groups || batch.tables.size() != batch.seqs.size() * static_cast<size_t>(n_groups))
-    fail("malformed batch: {} block tables for {} sequences of {} KV groups (the cache has {})", batch.tables.size(),
-         batch.seqs.size(), batch.n_groups, n_groups);
-  const int64_t bs = kl.block_size;
-  const int64_t n_seqs = static_cast<int64_t>(batch.seqs.size());
-  // Per sequence, the lowest position a token of this batch attends to (before any window).
-  seq_min_pos_.assign(static_cast<size_t>(n_seqs), std::numeric_limits<int64_t>::max());
-  for (int64_t i = 0; i < n; i++) {
-    const int32_t tok = batch.tokens[i], pos = batch.positions[i], sq = batch.seq[i];
-    if (tok < 0 || tok >= config_.n_vocab) fail("token id {} is outside the vocabulary (0..{})", tok, config_.n_vocab - 1);
-    if (sq < 0 || sq >= n_seqs) fail("malformed batch: token {} names sequence {} of {}", i, sq, n_seqs);
-    if (pos < 0 || pos >= batch.seqs[sq].n_kv)
-      fail("malformed batch: position {} outside its sequence's {} positions", pos, batch.seqs[sq].n_kv);
-    seq_min_pos_[sq] = std::min<int64_t>(seq_min_pos_[sq], pos);
-  }
-  for (int64_t s = 0; s < n_seqs; s++) {
-    const int64_t n_kv = batch.seqs[s].n_kv;
-    for (int32_t g = 0; g < n_groups; g++) {
-      const auto table = batch.block_table(s, g);
-      if (n_kv < 1 || n_kv > static_cast<int64_t>(table.size()) * bs)
-        fail("malformed batch: a sequence of {} positions has a block table of {} blocks", n_kv, table.size());
-      // Every block a token of this batch reads or writes must be there: all of them in a
-      // global group, those from the earliest window on in a windowed one.
-      const int64_t first = seq_min_pos_[s] == std::numeric_limits<int64_t>::max()
-                                ? (n_kv - 1) / bs
-                                : window_begin(seq_min_pos_[s], groups.groups[g].window) / bs;
-      for (int64_t b = first; b < (n_kv + bs - 1) / bs; b++)
-        if (table[b] < 0 || table[b] >= kv.n_blocks())
-          fail("malformed batch: block {} is outside the KV cache's {} blocks", table[b], kv.n_blocks());
-    }
-  }
-}
-
-void LlamaFamilyModel::forward(const Batch& batch, KvStorage& kv, float* logits) {
-  validate(batch, kv);
+void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
   const ModelConfig& c = config_;
-  const int64_t n = batch.size();
-  ThreadPool& pool = this->pool();
-
-  for (int64_t t = 0; t < n; t++) dequantize_row(tok_embd_, batch.tokens[t], &x_[t * c.n_embd]);
-
-  const int64_t bs = kv.layout().block_size;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   for (int64_t il = 0; il < c.n_layer; il++) {
-    const Layer& L = layers_[il];
-    const int32_t layer_group = kv.groups().layer_group[il];
-    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.attn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
-    });
-    const MatmulOutput qkv[] = {{&L.wq, q_.data(), c.q_dim()}, {&L.wk, k_.data(), c.kv_dim_k()},
-                                {&L.wv, v_.data(), c.kv_dim_v()}};
-    matmul_multi(qkv, 3, xn_.data(), c.n_embd, n, scratch_.data(), pool);
-    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; t++) {
-        float* q = &q_[t * c.q_dim()];
-        float* k = &k_[t * c.kv_dim_k()];
-        float* v = &v_[t * c.kv_dim_v()];
-        if (L.bq) {
-          vec_add(q, L.bq, q, c.q_dim());
-          vec_add(k, L.bk, k, c.kv_dim_k());
-          vec_add(v, L.bv, v, c.kv_dim_v());
-        }
-        if (L.q_norm) {
-          for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, L.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
-          for (int64_t h = 0; h < c.n_head_kv; h++) rms_norm(k + h * c.head_dim_k, L.k_norm, k + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
-        }
-        rope(q, c.n_head, c.head_dim_k, batch.positions[t], rope_);
-        rope(k, c.n_head_kv, c.head_dim_k, batch.positions[t], rope_);
-        const int64_t pos = batch.positions[t];
-        const auto table = batch.block_table(batch.seq[t], layer_group);
-        kv.write(il, static_cast<int64_t>(table[pos / bs]) * bs + pos % bs, k, v);
-      }
-    });
-    attention(batch, kv, il);
-    matmul(L.wo, attn_.data(), c.q_dim(), n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
-    vec_add(x_.data(), out_rows_.data(), x_.data(), n * c.n_embd);
-
-    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; t++) rms_norm(&x_[t * c.n_embd], L.ffn_norm, &xn_[t * c.n_embd], c.n_embd, c.rms_eps);
-    });
-    const MatmulOutput gate_up[] = {{&L.w_gate, gate_.data(), c.n_ff}, {&L.w_up, up_.data(), c.n_ff}};
-    matmul_multi(gate_up, 2, xn_.data(), c.n_embd, n, scratch_.data(), pool);
-    pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t t = b; t < e; t++) swiglu(&gate_[t * c.n_ff], &up_[t * c.n_ff], &gate_[t * c.n_ff], c.n_ff);
-    });
-    matmul(L.w_down, gate_.data(), c.n_ff, n, out_rows_.data(), c.n_embd, scratch_.data(), pool);
-    vec_add(x_.data(), out_rows_.data(), x_.data(), n * c.n_embd);
+    const LlamaLayer& L = layers_[il];
+    norm(L.attn_norm, x_.data(), xn_.data());
+    qkv(L.wq, L.wk, L.wv);
+    qk_post(batch, kv, il, QkPost{L.bq, L.bk, L.bv, L.q_norm, L.k_norm, &rope_});
+    attend(batch, kv, il, scale);
+    project(L.wo, attn_.data(), c.q_dim(), nullptr);
+    norm(L.ffn_norm, x_.data(), xn_.data());
+    glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU);
+    project(L.w_down, gate_.data(), c.n_ff, nullptr);
   }
-  // Final norm and the output projection, only for the rows that want logits.
-  int64_t n_out = 0;
-  for (int64_t t = 0; t < n; t++) {
-    if (!batch.want_logits[t]) continue;
-    rms_norm(&x_[t * c.n_embd], output_norm_, &xn_[n_out * c.n_embd], c.n_embd, c.rms_eps);
-    n_out++;
-  }
-  if (n_out > 0) matmul(output_, xn_.data(), c.n_embd, n_out, logits, c.n_vocab, scratch_.data(), pool);
-}
-
-void LlamaFamilyModel::attention(const Batch& batch, const KvStorage& kv, int64_t il) {
-  const ModelConfig& c = config_;
-  AttentionParams p;
-  p.n_head = c.n_head;
-  p.n_head_kv = c.n_head_kv;
-  p.head_dim_k = c.head_dim_k;
-  p.head_dim_v = c.head_dim_v;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
-  p.k_type = kv.layout().k_type;
-  p.v_type = kv.layout().v_type;
-  const int32_t group = kv.groups().layer_group[il];
-  p.window = kv.groups().groups[group].window;
-  const size_t n_seqs = batch.seqs.size();
-  kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
-  kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));
-  for (size_t s = 0; s < n_seqs; s++) {
-    kv_sources_[s] = kv.source(il, batch.block_table(static_cast<int64_t>(s), group));
-    kv_rows_[s] = kv_sources_[s].rows();
-  }
-  AttentionBatch ab;
-  ab.seq_rows = kv_rows_.data();
-  ab.n_seq = static_cast<int64_t>(n_seqs);
-  ab.seq = batch.seq.data();
-  ab.positions = batch.positions.data();
-  ab.n_tokens = batch.size();
-  lumen::attention(p, ab, q_.data(), c.q_dim(), attn_.data(), c.q_dim(), pool(), active_isa());
 }
 
 }  // namespace lumen

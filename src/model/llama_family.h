@@ -1,15 +1,13 @@
-// The decoder shared by the Llama family (llama, qwen2, qwen3, ...): pre-norm blocks of
-// RMSNorm -> grouped-query self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN ->
-// residual. Architectures differ only in the traits below (and their own file says which).
+// The Llama family (llama, qwen2, qwen3, phi3): pre-norm blocks of RMSNorm -> grouped-query
+// self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN -> residual, written in
+// model/decoder.h's steps. Its architectures differ only in the traits below and in how their
+// tensors are named (their own file under model/arch/ says which).
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "core/thread_pool.h"
-#include "kernels/matmul.h"
-#include "kernels/ops.h"
-#include "model/model.h"
+#include "model/decoder.h"
 
 namespace lumen {
 
@@ -45,34 +43,17 @@ struct LlamaFamilyTraits {
   LlamaLayerLoader load_layer = load_llama_layer;  // an architecture with other tensor names
 };
 
-class LlamaFamilyModel : public Model {
+class LlamaFamilyModel : public Decoder {
  public:
   LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, const LlamaFamilyTraits& traits);
 
-  void forward(const Batch& batch, KvStorage& kv, float* logits) override;
-  size_t weight_bytes() const override { return weight_bytes_; }
-
  private:
-  using Layer = LlamaLayer;
-
-  void validate(const Batch& batch, const KvStorage& kv);
-  void attention(const Batch& batch, const KvStorage& kv, int64_t layer);
+  void layers(const Batch& batch, KvStorage& kv) override;
 
   LlamaFamilyTraits traits_;
-  WeightMatrix tok_embd_, output_;
-  const float* output_norm_ = nullptr;
+  std::vector<LlamaLayer> layers_;
   const float* rope_freqs_ = nullptr;
-  std::vector<Layer> layers_;
-  size_t weight_bytes_ = 0;
   RopeParams rope_;
-
-  // Workspace, sized once for n_batch tokens: nothing is allocated per token.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_rows_;
-  std::vector<uint8_t> scratch_;
-  // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
-  std::vector<PagedKvSource> kv_sources_;
-  std::vector<KvRows> kv_rows_;
-  std::vector<int64_t> seq_min_pos_;  // validate(): per batch sequence
 };
 
 }  // namespace lumen

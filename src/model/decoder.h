@@ -1,0 +1,81 @@
+// What every decoder-only architecture shares, and the layer steps its forward pass is written
+// in. An architecture (model/arch/*.cpp, model/llama_family.cpp) owns its Layer struct, loads its
+// tensors by its names and writes a short forward() from these steps, each a small function over
+// the workspace below:
+//   embed -> per layer: norm -> qkv -> qk_post (biases, Q/K norms, RoPE, Q scale, K/V to the
+//   cache) -> attend -> project (output projection, optional post-norm, residual add) -> norm ->
+//   glu_ffn (gate/up, SwiGLU or GeGLU) -> project (down) -> ... -> logits (final norm, output
+//   matrix, optional soft-cap).
+// Decode runs a few pool jobs per layer: Q/K/V as one matmul_multi job, gate/up as one, the
+// element-wise steps of a token inline.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "model/model.h"
+
+namespace lumen {
+
+class WeightLoader;
+
+// Per-token steps between the Q/K/V projections and attention.
+struct QkPost {
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // biases (qwen2)
+  const float *q_norm = nullptr, *k_norm = nullptr;         // per-head RMSNorm weights (qwen3, gemma3)
+  const RopeParams* rope = nullptr;
+  float q_scale = 1.0f;  // Q multiplied by it after RoPE (gemma: 1/sqrt(head_dim), attention scale 1)
+};
+
+enum class GluActivation { SiLU, GeluTanh };
+
+class Decoder : public Model {
+ public:
+  void forward(const Batch& batch, KvStorage& kv, float* logits) final;
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ protected:
+  // Loads token_embd, output_norm and output (token_embd when the file has no output matrix).
+  Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const ModelOptions& options);
+
+  // The architecture's pass over the layers, after validation and before the logits: reads and
+  // updates x_ (n tokens x n_embd), embedded already.
+  virtual void layers(const Batch& batch, KvStorage& kv) = 0;
+  // Chooses every matrix's kernel and sizes the workspace (call once, at the end of the
+  // architecture's constructor): `multi` lists the matrix groups run as one matmul_multi job.
+  void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi);
+
+  // Steps over the batch's tokens (rows of x_, xn_, q_, k_, v_, attn_, gate_, up_, out_).
+  void norm(const float* w, const float* in, float* out);  // rms_norm of every token's row
+  void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv);
+  void qk_post(const Batch& batch, KvStorage& kv, int64_t layer, const QkPost& post);
+  void attend(const Batch& batch, const KvStorage& kv, int64_t layer, float scale, float softcap = 0.0f);
+  // x_ += post_norm(w * in) (post_norm null: no norm), in with row stride ld_in.
+  void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm);
+  // gate_ = act(w_gate * xn_) * (w_up * xn_).
+  void glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act);
+
+  float embed_scale_ = 1.0f;     // token embeddings multiplied by it (gemma: sqrt(n_embd))
+  float final_softcap_ = 0.0f;   // > 0: logits become cap * tanh(logit / cap) (gemma2)
+
+  WeightMatrix tok_embd_, output_;
+  const float* output_norm_ = nullptr;
+  size_t weight_bytes_ = 0;
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_;
+
+ private:
+  void validate(const Batch& batch, const KvStorage& kv);
+  void logits(const Batch& batch, float* logits);
+
+  int64_t n_ = 0;  // tokens of the batch being evaluated
+  std::vector<uint8_t> scratch_;
+  // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
+  std::vector<PagedKvSource> kv_sources_;
+  std::vector<KvRows> kv_rows_;
+  std::vector<int64_t> seq_min_pos_;  // validate(): per batch sequence
+};
+
+}  // namespace lumen

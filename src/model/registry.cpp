@@ -14,6 +14,8 @@ const std::vector<ArchitectureEntry>& architectures() {
       {"qwen2", make_qwen2_model},
       {"qwen3", make_qwen3_model},
       {"phi3", make_phi3_model},
+      {"gemma2", make_gemma2_model},
+      {"gemma3", make_gemma3_model},
   };
   return table;
 }

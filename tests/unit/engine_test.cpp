@@ -163,6 +163,8 @@ TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticFamilies) {
       {"synth-qwen3-0.6b-2l-f32.json", "--preset qwen3-0.6b --layers 2 --type f32"},
       {"synth-phi3-mini-2l-f32.json", "--preset phi3-mini --layers 2 --type f32"},
       {"synth-llama-yarn-2l-f32.json", "--preset llama-yarn --layers 2 --type f32"},
+      {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32"},
+      {"synth-gemma3-1b-2l-f32.json", "--preset gemma3-1b --layers 2 --type f32"},
   };
   int ran = 0;
   for (const auto& [json_rel, args] : families) {

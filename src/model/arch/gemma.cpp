@@ -1,0 +1,133 @@
+// Architectures 'gemma2' and 'gemma3', as llama.cpp computes them (../shared/reference/README.md
+// has the facts):
+//   x = embed(token) * sqrt(n_embd)
+//   per layer: h = x + post_attention_norm(attn(attn_norm(x)))
+//              x = h + post_ffw_norm(down(gelu(gate(n)) * up(n))),  n = ffn_norm(h)
+//   logits = output(output_norm(x)), soft-capped (gemma2: 30 tanh(l / 30))
+// Attention: NEOX RoPE, then Q times 1/sqrt(head_dim) (1/sqrt(n_embd/n_head) for the 27B shapes:
+// 46 layers for gemma2, 62 for gemma3) and scores not scaled again; gemma2 soft-caps the scores
+// (50 tanh(s / 50)), gemma3 RMS-normalises Q and K per head before RoPE. Sliding windows on some
+// layers: without a `sliding_window_pattern` key, every second layer (gemma2: blk.0, blk.2, ...)
+// or five of every six (gemma3). gemma3's windowed layers use `rope.freq_base_swa` (default
+// 10000), gemma2's that key if present, else `rope.freq_base`. The norm weights are used as
+// stored (the converter already added Gemma's 1).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/decoder.h"
+#include "model/registry.h"
+#include "model/weight_loader.h"
+
+namespace lumen {
+
+namespace {
+
+struct GemmaLayer {
+  const float *attn_norm = nullptr, *post_attention_norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  const float *q_norm = nullptr, *k_norm = nullptr;  // gemma3
+  const float *ffn_norm = nullptr, *post_ffw_norm = nullptr;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+class GemmaModel : public Decoder {
+ public:
+  GemmaModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, int version)
+      : Decoder(file, ModelConfig::from_gguf(*file, RopeStyle::NeoX), options) {
+    const ModelConfig& c = config_;
+    const GgufFile& f = *file_;
+    const std::string a = c.arch + ".";
+    // The default window pattern when the file has none (ModelConfig windows every layer then).
+    if (!c.layer_window.empty() && !f.find(a + "attention.sliding_window_pattern")) {
+      const int64_t n = version == 2 ? 2 : 6, w = c.layer_window[0];
+      for (int64_t il = 0; il < c.n_layer; il++) config_.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(w) : 0;
+    }
+    const int64_t big = version == 2 ? 46 : 62;
+    q_scale_ = 1.0f / std::sqrt(static_cast<float>(c.n_layer == big ? c.n_embd / c.n_head : c.head_dim_k));
+    embed_scale_ = std::sqrt(static_cast<float>(c.n_embd));
+    if (version == 2) {
+      attn_softcap_ = static_cast<float>(f.get_float(a + "attn_logit_softcapping").value_or(50.0));
+      final_softcap_ = static_cast<float>(f.get_float(a + "final_logit_softcapping").value_or(30.0));
+    } else {
+      final_softcap_ = static_cast<float>(f.get_float(a + "final_logit_softcapping").value_or(0.0));
+    }
+    if (!(attn_softcap_ >= 0.0f) || !(final_softcap_ >= 0.0f)) fail("{}: invalid soft-capping values", f.path());
+    rope_.n_rot = c.rope_dims;
+    rope_.freq_base = c.rope_freq_base;
+    rope_.freq_scale = c.rope_freq_scale;
+    rope_.neox = true;
+    rope_swa_ = rope_;
+    const auto base_swa = f.get_float(a + "rope.freq_base_swa");
+    if (base_swa || version == 3) rope_swa_.freq_base = static_cast<float>(base_swa.value_or(10000.0));
+    if (!(rope_swa_.freq_base > 0)) fail("{}: rope.freq_base_swa must be positive", f.path());
+
+    WeightLoader w(f);
+    layers_.resize(c.n_layer);
+    std::vector<WeightMatrix*> matrices = {&output_};
+    std::vector<std::vector<const WeightMatrix*>> multi;
+    for (int64_t i = 0; i < c.n_layer; i++) {
+      GemmaLayer& L = layers_[i];
+      auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+      L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+      L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+      L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+      L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+      L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+      if (version == 3) {
+        L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
+        L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+      }
+      L.post_attention_norm = w.vector(n("post_attention_norm.weight"), c.n_embd);
+      L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+      L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
+      L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
+      L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
+      L.post_ffw_norm = w.vector(n("post_ffw_norm.weight"), c.n_embd);
+      for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
+      multi.push_back({&L.wq, &L.wk, &L.wv});
+      multi.push_back({&L.w_gate, &L.w_up});
+    }
+    prepare(matrices, multi);
+  }
+
+ private:
+  void layers(const Batch& batch, KvStorage& kv) override {
+    const ModelConfig& c = config_;
+    for (int64_t il = 0; il < c.n_layer; il++) {
+      const GemmaLayer& L = layers_[il];
+      norm(L.attn_norm, x_.data(), xn_.data());
+      qkv(L.wq, L.wk, L.wv);
+      QkPost post;
+      post.q_norm = L.q_norm;
+      post.k_norm = L.k_norm;
+      post.rope = c.window(il) > 0 ? &rope_swa_ : &rope_;
+      post.q_scale = q_scale_;
+      qk_post(batch, kv, il, post);
+      attend(batch, kv, il, 1.0f, attn_softcap_);
+      project(L.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
+      norm(L.ffn_norm, x_.data(), xn_.data());
+      glu_ffn(L.w_gate, L.w_up, GluActivation::GeluTanh);
+      project(L.w_down, gate_.data(), c.n_ff, L.post_ffw_norm);
+    }
+  }
+
+  std::vector<GemmaLayer> layers_;
+  RopeParams rope_, rope_swa_;  // global and windowed layers
+  float q_scale_ = 1.0f;
+  float attn_softcap_ = 0.0f;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_gemma2_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  return std::make_unique<GemmaModel>(std::move(file), options, 2);
+}
+
+std::unique_ptr<Model> make_gemma3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  return std::make_unique<GemmaModel>(std::move(file), options, 3);
+}
+
+}  // namespace lumen

@@ -1,0 +1,115 @@
+// Every architecture's loader refuses a file with a missing or misshapen tensor, or a wrong key,
+// with an error naming it; an unknown architecture names itself and the known ones. The files
+// are the synthetic references' (../shared/tools/synth_gguf.py), rewritten with one change.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "model/model.h"
+#include "test_support.h"
+
+namespace lumen {
+namespace {
+
+struct Family {
+  const char* json_rel;
+  const char* args;
+  const char* tensor;  // a per-layer tensor of this architecture only
+};
+
+const Family kFamilies[] = {
+    {"synth-phi3-mini-2l-f32.json", "--preset phi3-mini --layers 2 --type f32", "blk.1.ffn_up.weight"},  // fused gate/up
+    {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32", "blk.1.post_ffw_norm.weight"},
+    {"synth-gemma3-1b-2l-f32.json", "--preset gemma3-1b --layers 2 --type f32", "blk.0.attn_k_norm.weight"},
+    {"synth-llama-yarn-2l-f32.json", "--preset llama-yarn --layers 2 --type f32", "blk.1.ffn_up.weight"},
+};
+
+std::string synth(const Family& fam, std::string* why) {
+  const std::string rel = std::string("reference/") + fam.json_rel;
+  if (!test::shared_exists(rel)) {
+    *why = "no " + rel;
+    return "";
+  }
+  const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
+  return test::synth_model(ref["model"]["file"].get<std::string>(),
+                           std::string(fam.args) + " --vocab-from " +
+                               test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
+                           ref["model"]["sha256"], why);
+}
+
+// The file rewritten: `edit` sees each tensor and may drop it (false) or add its own instead.
+std::string rewrite(const GgufFile& f, const std::string& out, const std::function<void(GgufWriter&)>& meta,
+                    const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& edit) {
+  GgufWriter w;
+  w.copy_metadata_from(f);
+  meta(w);
+  for (const GgufTensorInfo& t : f.tensors())
+    if (edit(t, w)) w.add_tensor_view(t);
+  w.write(out);
+  return out;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    Model::load(GgufFile::open(path));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
+  int ran = 0;
+  for (const Family& fam : kFamilies) {
+    std::string why;
+    const std::string path = synth(fam, &why);
+    if (path.empty()) continue;
+    SCOPED_TRACE(fam.json_rel);
+    ran++;
+    std::shared_ptr<const GgufFile> f = GgufFile::open(path);
+    ASSERT_NO_THROW(Model::load(f));
+    const std::string dir = std::filesystem::temp_directory_path() / ("lumen-families-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    auto keep = [](GgufWriter&) {};
+    // Missing.
+    const std::string missing = rewrite(*f, dir + "/missing.gguf", keep,
+                                        [&](const GgufTensorInfo& t, GgufWriter&) { return t.name != fam.tensor; });
+    std::string err = load_error(missing);
+    EXPECT_NE(err.find(fam.tensor), std::string::npos) << err;
+    EXPECT_NE(err.find("missing"), std::string::npos) << err;
+    // Misshapen: one row short.
+    std::vector<uint8_t> bytes;
+    const std::string short_path = rewrite(*f, dir + "/short.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
+      if (t.name != fam.tensor) return true;
+      std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+      if (ne.size() == 1) ne[0] -= 1;
+      else ne[1] -= 1;
+      int64_t n = 1;
+      for (int64_t x : ne) n *= x;
+      w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + n * 4));  // F32 files
+      return false;
+    });
+    err = load_error(short_path);
+    EXPECT_NE(err.find(fam.tensor), std::string::npos) << err;
+    EXPECT_NE(err.find("shape"), std::string::npos) << err;
+    // An architecture lumen does not know.
+    const std::string unknown = rewrite(
+        *f, dir + "/unknown.gguf", [](GgufWriter& w) { w.set_string("general.architecture", "gemma9"); },
+        [](const GgufTensorInfo&, GgufWriter&) { return true; });
+    err = load_error(unknown);
+    EXPECT_NE(err.find("unknown architecture 'gemma9'"), std::string::npos) << err;
+    EXPECT_NE(err.find("gemma2"), std::string::npos) << err;  // the list of known ones
+    std::filesystem::remove_all(dir);
+  }
+  if (ran == 0) GTEST_SKIP() << "no synthetic references";
+}
+
+}  // namespace
+}  // namespace lumen

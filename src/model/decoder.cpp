@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "kernels/attention.h"
+#include "kernels/ref/ops_ref.h"
 #include "model/weight_loader.h"
 
 namespace lumen {
@@ -28,6 +29,20 @@ Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const
     if (t.name != "token_embd.weight" || output_.data == tok_embd_.data) weight_bytes_ += t.n_bytes;
   LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
+}
+
+RopeParams Decoder::rope_params(const ModelConfig& c) {
+  RopeParams r;
+  r.n_rot = c.rope_dims;
+  r.freq_base = c.rope_freq_base;
+  r.freq_scale = c.rope_freq_scale;
+  r.neox = c.rope_style == RopeStyle::NeoX;
+  r.ext_factor = c.rope_ext_factor;
+  r.attn_factor = c.rope_attn_factor;
+  if (r.ext_factor != 0.0f)
+    yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, c.yarn_beta_fast, c.yarn_beta_slow, &r.yarn_low,
+                   &r.yarn_high);
+  return r;
 }
 
 void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
@@ -224,6 +239,64 @@ void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluA
       else geglu(&gate_[t * ff], &up_[t * ff], &gate_[t * ff], ff);
     }
   });
+}
+
+void Decoder::moe_ffn(const MoeFfn& moe) {
+  const int64_t d = config_.n_embd, n_exp = moe.router.n_out, k = moe.n_used, ff = moe.gate[0].n_out;
+  const size_t nk = static_cast<size_t>(n_ * k);
+  router_logits_.resize(static_cast<size_t>(n_ * n_exp));
+  moe_sel_.resize(nk);
+  moe_w_.resize(nk);
+  moe_out_.resize(nk * d);
+  matmul(moe.router, xn_.data(), d, n_, router_logits_.data(), n_exp, scratch_.data(), pool());
+  expert_slots_.resize(static_cast<size_t>(n_exp));
+  for (auto& slots : expert_slots_) slots.clear();
+  for (int64_t t = 0; t < n_; t++) {
+    float* p = &router_logits_[t * n_exp];
+    ref::softmax(p, n_exp);  // the reference softmax: the choice must not depend on the ISA
+    int32_t* sel = &moe_sel_[t * k];
+    float sum = 0.0f;
+    for (int64_t j = 0; j < k; j++) {  // the k largest, in order (the lowest index first on a tie)
+      int32_t best = -1;
+      for (int32_t e = 0; e < n_exp; e++) {
+        bool taken = false;
+        for (int64_t i = 0; i < j; i++) taken |= sel[i] == e;
+        if (!taken && (best < 0 || p[e] > p[best])) best = e;
+      }
+      sel[j] = best;
+      sum += p[best];
+    }
+    sum = std::max(sum, 6.103515625e-5f);
+    for (int64_t j = 0; j < k; j++) {
+      moe_w_[t * k + j] = p[sel[j]] / sum;
+      expert_slots_[sel[j]].push_back(t * k + j);
+    }
+  }
+  // Each chosen expert once, over the rows of the tokens that chose it (gathered into xn_'s
+  // layout in moe_in_): gate/up, SwiGLU, down, weighted into the token's slot.
+  moe_in_.resize(static_cast<size_t>(n_ * d));
+  for (int64_t e = 0; e < n_exp; e++) {
+    const auto& slots = expert_slots_[e];
+    const int64_t m = static_cast<int64_t>(slots.size());
+    if (m == 0) continue;
+    for (int64_t i = 0; i < m; i++)
+      std::copy_n(&xn_[slots[i] / k * d], d, &moe_in_[i * d]);
+    const MatmulOutput outs[] = {{&moe.gate[e], gate_.data(), ff}, {&moe.up[e], up_.data(), ff}};
+    matmul_multi(outs, 2, moe_in_.data(), d, m, scratch_.data(), pool());
+    for (int64_t i = 0; i < m; i++) swiglu(&gate_[i * ff], &up_[i * ff], &gate_[i * ff], ff);
+    matmul(moe.down[e], gate_.data(), ff, m, out_.data(), d, scratch_.data(), pool());
+    for (int64_t i = 0; i < m; i++) {
+      const float w = moe_w_[slots[i]];
+      float* dst = &moe_out_[slots[i] * d];
+      for (int64_t c = 0; c < d; c++) dst[c] = out_[i * d + c] * w;
+    }
+  }
+  // Per token, its choices summed in order, then the residual.
+  for (int64_t t = 0; t < n_; t++) {
+    float* acc = &moe_out_[t * k * d];
+    for (int64_t j = 1; j < k; j++) vec_add(acc, acc + j * d, acc, d);
+    vec_add(&x_[t * d], acc, &x_[t * d], d);
+  }
 }
 
 // Final norm and the output projection, only for the rows that want logits.

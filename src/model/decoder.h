@@ -32,6 +32,14 @@ struct QkPost {
 
 enum class GluActivation { SiLU, GeluTanh };
 
+// A mixture-of-experts FFN (qwen3moe): a router matrix (n_embd -> n_expert logits) and each
+// expert's gate/up/down matrices (row views of the file's 3-D expert tensors).
+struct MoeFfn {
+  WeightMatrix router;
+  std::vector<WeightMatrix> gate, up, down;  // per expert
+  int64_t n_used = 0;                        // experts per token
+};
+
 class Decoder : public Model {
  public:
   void forward(const Batch& batch, KvStorage& kv, float* logits) final;
@@ -48,6 +56,9 @@ class Decoder : public Model {
   // architecture's constructor): `multi` lists the matrix groups run as one matmul_multi job.
   void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi);
 
+  // The config's RoPE (base, scaling, YaRN), NEOX per its rope_style.
+  static RopeParams rope_params(const ModelConfig& c);
+
   // Steps over the batch's tokens (rows of x_, xn_, q_, k_, v_, attn_, gate_, up_, out_).
   void norm(const float* w, const float* in, float* out);  // rms_norm of every token's row
   void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv);
@@ -57,6 +68,12 @@ class Decoder : public Model {
   void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm);
   // gate_ = act(w_gate * xn_) * (w_up * xn_).
   void glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act);
+  // x_ += the MoE FFN of xn_, routed as llama.cpp does for qwen3moe: p = softmax(router * xn)
+  // over all experts, the n_used largest p chosen, their weights p / sum (the sum at least
+  // 6.103515625e-5), output = sum over the chosen, in order of p, of w * down(silu(gate x) *
+  // up x). The batch's tokens are grouped by expert, so each chosen expert's weights are read
+  // once per step and the others not at all. The matrices must be in prepare()'s lists.
+  void moe_ffn(const MoeFfn& moe);
 
   float embed_scale_ = 1.0f;     // token embeddings multiplied by it (gemma: sqrt(n_embd))
   float final_softcap_ = 0.0f;   // > 0: logits become cap * tanh(logit / cap) (gemma2)
@@ -72,6 +89,11 @@ class Decoder : public Model {
 
   int64_t n_ = 0;  // tokens of the batch being evaluated
   std::vector<uint8_t> scratch_;
+  // moe_ffn(): router logits, per token its chosen experts and weights, per expert its tokens,
+  // gathered inputs, and per (token, choice) the weighted expert output.
+  std::vector<float> router_logits_, moe_w_, moe_in_, moe_out_;
+  std::vector<int32_t> moe_sel_;
+  std::vector<std::vector<int64_t>> expert_slots_;
   // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
   std::vector<PagedKvSource> kv_sources_;
   std::vector<KvRows> kv_rows_;

@@ -43,16 +43,8 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   layers_.resize(c.n_layer);
   for (int64_t i = 0; i < c.n_layer; i++) traits_.load_layer(w, c, traits_, i, layers_[i]);
 
-  rope_.n_rot = c.rope_dims;
-  rope_.freq_base = c.rope_freq_base;
-  rope_.freq_scale = c.rope_freq_scale;
-  rope_.neox = c.rope_style == RopeStyle::NeoX;
-  rope_.freq_factors = rope_freqs_;
-  rope_.ext_factor = c.rope_ext_factor;
-  rope_.attn_factor = c.rope_attn_factor;
-  if (rope_.ext_factor != 0.0f)
-    yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, c.yarn_beta_fast, c.yarn_beta_slow,
-                   &rope_.yarn_low, &rope_.yarn_high);
+  rope_ = rope_params(c);
+  rope_.freq_factors = rope_freqs_;  // Llama 3's per-pair factors
 
   // Q/K/V and gate/up run as matmul_multi() jobs, the output and down projections alone.
   std::vector<WeightMatrix*> matrices = {&output_};

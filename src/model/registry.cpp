@@ -16,6 +16,7 @@ const std::vector<ArchitectureEntry>& architectures() {
       {"phi3", make_phi3_model},
       {"gemma2", make_gemma2_model},
       {"gemma3", make_gemma3_model},
+      {"qwen3moe", make_qwen3moe_model},
   };
   return table;
 }

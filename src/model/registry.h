@@ -27,5 +27,6 @@ std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile>, const M
 std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 std::unique_ptr<Model> make_gemma2_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 std::unique_ptr<Model> make_gemma3_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
+std::unique_ptr<Model> make_qwen3moe_model(std::shared_ptr<const GgufFile>, const ModelOptions&);
 
 }  // namespace lumen

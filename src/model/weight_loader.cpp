@@ -33,6 +33,26 @@ WeightMatrix WeightLoader::matrix_rows(const std::string& name, int64_t n_in, in
   return w;
 }
 
+WeightMatrix WeightLoader::expert_matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert,
+                                         int64_t e) const {
+  const GgufTensorInfo* t = file_.find_tensor(name);
+  if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  if (t->n_dims != 3 || t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != n_expert)
+    fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", file_.path(), name, t->shape_string(), n_in, n_out,
+         n_expert);
+  const TypeTraits& tr = type_traits(t->type);
+  if (!tr.vec_dot || !tr.to_float)
+    fail("{}: tensor '{}' has type {}, which lumen cannot compute with yet", file_.path(), name, tr.name);
+  LUMEN_ASSERT(e >= 0 && e < n_expert);
+  WeightMatrix w;
+  w.type = t->type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = row_size(t->type, n_in);
+  w.data = t->data + static_cast<size_t>(e) * static_cast<size_t>(n_out) * w.row_bytes;
+  return w;
+}
+
 const float* WeightLoader::vector(const std::string& name, int64_t n) const {
   const GgufTensorInfo* t = file_.find_tensor(name);
   if (!t) fail("{}: missing tensor '{}'", file_.path(), name);

@@ -21,6 +21,9 @@ class WeightLoader {
   // Rows [first, first + n) of a fused matrix of n_out rows of n_in (e.g. phi3's attn_qkv: Q, K
   // and V one after the other), as a matrix of its own: a view of those rows of the file.
   WeightMatrix matrix_rows(const std::string& name, int64_t n_in, int64_t n_out, int64_t first, int64_t n) const;
+  // Expert e of a 3-D tensor of n_expert matrices of n_out rows of n_in (ggml's [n_in, n_out,
+  // n_expert]: the experts one after the other), as a matrix of its own: a view.
+  WeightMatrix expert_matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert, int64_t e) const;
   // A 1-D F32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n) const;
   const float* optional_vector(const std::string& name, int64_t n) const {

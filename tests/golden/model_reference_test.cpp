@@ -61,6 +61,9 @@ std::vector<Case> cases() {
       {"synth-gemma2-2b-2l-f32.json", "", "--preset gemma2-2b --layers 2 --type f32", 2e-3, 1e-4, 2e-3},
       {"synth-gemma2-2b-2l-q8_0.json", "", "--preset gemma2-2b --layers 2 --type q8_0", 0.15, 2e-3, 0.1},
       {"synth-gemma3-1b-2l-f32.json", "", "--preset gemma3-1b --layers 2 --type f32", 2e-3, 1e-4, 2e-3},
+      {"synth-qwen3moe-30b-a3b-2l-f32.json", "", "--preset qwen3moe-30b-a3b --layers 2 --type f32", 1e-3, 1e-4, 1e-4},
+      // Q8_0 activations quantized as ggml does: the reference's 5e-2.
+      {"synth-qwen3moe-30b-a3b-2l-q8_0.json", "", "--preset qwen3moe-30b-a3b --layers 2 --type q8_0", 5e-2, 2e-3, 0.1},
   };
   struct Q { const char* name; double tol; double ppl; double margin; };
   const Q quant[] = {{"F16", 2e-3, 1e-4, 1e-2}, {"BF16", 1e-2, 5e-4, 1e-2}, {"Q8_0", 3e-2, 2e-3, 0.1},

@@ -165,6 +165,7 @@ TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticFamilies) {
       {"synth-llama-yarn-2l-f32.json", "--preset llama-yarn --layers 2 --type f32"},
       {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32"},
       {"synth-gemma3-1b-2l-f32.json", "--preset gemma3-1b --layers 2 --type f32"},
+      {"synth-qwen3moe-30b-a3b-2l-f32.json", "--preset qwen3moe-30b-a3b --layers 2 --type f32"},
   };
   int ran = 0;
   for (const auto& [json_rel, args] : families) {

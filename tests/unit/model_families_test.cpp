@@ -29,6 +29,7 @@ const Family kFamilies[] = {
     {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32", "blk.1.post_ffw_norm.weight"},
     {"synth-gemma3-1b-2l-f32.json", "--preset gemma3-1b --layers 2 --type f32", "blk.0.attn_k_norm.weight"},
     {"synth-llama-yarn-2l-f32.json", "--preset llama-yarn --layers 2 --type f32", "blk.1.ffn_up.weight"},
+    {"synth-qwen3moe-30b-a3b-2l-f32.json", "--preset qwen3moe-30b-a3b --layers 2 --type f32", "blk.1.ffn_down_exps.weight"},
 };
 
 std::string synth(const Family& fam, std::string* why) {

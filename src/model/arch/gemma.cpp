@@ -55,10 +55,7 @@ class GemmaModel : public Decoder {
       final_softcap_ = static_cast<float>(f.get_float(a + "final_logit_softcapping").value_or(0.0));
     }
     if (!(attn_softcap_ >= 0.0f) || !(final_softcap_ >= 0.0f)) fail("{}: invalid soft-capping values", f.path());
-    rope_.n_rot = c.rope_dims;
-    rope_.freq_base = c.rope_freq_base;
-    rope_.freq_scale = c.rope_freq_scale;
-    rope_.neox = true;
+    rope_ = rope_params(c);
     rope_swa_ = rope_;
     const auto base_swa = f.get_float(a + "rope.freq_base_swa");
     if (base_swa || version == 3) rope_swa_.freq_base = static_cast<float>(base_swa.value_or(10000.0));

@@ -1,0 +1,112 @@
+// Architecture 'qwen3moe' (Qwen3-MoE): qwen3's attention (per-head Q/K RMSNorm before NEOX RoPE)
+// and, in place of the dense FFN, a mixture of experts routed as llama.cpp does it (softmax over
+// all experts, the top `expert_used_count`, their weights renormalised; Decoder::moe_ffn). The
+// experts are `expert_feed_forward_length` wide; `feed_forward_length` is not used.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/decoder.h"
+#include "model/registry.h"
+#include "model/weight_loader.h"
+
+namespace lumen {
+
+namespace {
+
+struct Qwen3MoeLayer {
+  const float *attn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ffn_norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  MoeFfn moe;
+};
+
+class Qwen3MoeModel : public Decoder {
+ public:
+  Qwen3MoeModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options)
+      : Decoder(file, ModelConfig::from_gguf(*file, RopeStyle::NeoX), options) {
+    const GgufFile& f = *file_;
+    const std::string a = config_.arch + ".";
+    const int64_t n_expert = f.require_int(a + "expert_count");
+    const int64_t n_used = f.require_int(a + "expert_used_count");
+    const int64_t ff = f.require_int(a + "expert_feed_forward_length");
+    if (n_expert < 1 || n_expert > 4096) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, n_expert);
+    if (n_used < 1 || n_used > n_expert)
+      fail("{}: key '{}expert_used_count' has invalid value {} for {} experts", f.path(), a, n_used, n_expert);
+    if (ff < 1 || ff > (int64_t{1} << 20))
+      fail("{}: key '{}expert_feed_forward_length' has invalid value {}", f.path(), a, ff);
+    config_.n_ff = ff;  // the FFN width the workspace is sized for
+    const ModelConfig& c = config_;
+    rope_ = rope_params(c);
+
+    WeightLoader w(f);
+    layers_.resize(c.n_layer);
+    std::vector<WeightMatrix*> matrices = {&output_};
+    std::vector<std::vector<const WeightMatrix*>> multi;
+    for (int64_t i = 0; i < c.n_layer; i++) {
+      Qwen3MoeLayer& L = layers_[i];
+      auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+      L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+      L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+      L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+      L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+      L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+      L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
+      L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+      L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+      L.moe.router = w.matrix(n("ffn_gate_inp.weight"), c.n_embd, n_expert);
+      L.moe.n_used = n_used;
+      for (int64_t e = 0; e < n_expert; e++) {
+        L.moe.gate.push_back(w.expert_matrix(n("ffn_gate_exps.weight"), c.n_embd, ff, n_expert, e));
+        L.moe.up.push_back(w.expert_matrix(n("ffn_up_exps.weight"), c.n_embd, ff, n_expert, e));
+        L.moe.down.push_back(w.expert_matrix(n("ffn_down_exps.weight"), ff, c.n_embd, n_expert, e));
+      }
+      for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.moe.router}) matrices.push_back(m);
+      multi.push_back({&L.wq, &L.wk, &L.wv});
+      for (int64_t e = 0; e < n_expert; e++) {
+        for (WeightMatrix* m : {&L.moe.gate[e], &L.moe.up[e], &L.moe.down[e]}) matrices.push_back(m);
+        multi.push_back({&L.moe.gate[e], &L.moe.up[e]});
+      }
+    }
+    prepare(matrices, multi);
+    // A decode step reads the attention weights and only the chosen experts' (the active
+    // parameters), not all of them.
+    size_t all_experts = 0, used = 0;
+    for (const GgufTensorInfo& t : f.tensors())
+      if (t.name.find("_exps.weight") != std::string::npos) all_experts += t.n_bytes;
+    used = all_experts / static_cast<size_t>(n_expert) * static_cast<size_t>(n_used);
+    weight_bytes_ = weight_bytes_ - all_experts + used;
+  }
+
+ private:
+  void layers(const Batch& batch, KvStorage& kv) override {
+    const ModelConfig& c = config_;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
+    for (int64_t il = 0; il < c.n_layer; il++) {
+      const Qwen3MoeLayer& L = layers_[il];
+      norm(L.attn_norm, x_.data(), xn_.data());
+      qkv(L.wq, L.wk, L.wv);
+      QkPost post;
+      post.q_norm = L.q_norm;
+      post.k_norm = L.k_norm;
+      post.rope = &rope_;
+      qk_post(batch, kv, il, post);
+      attend(batch, kv, il, scale);
+      project(L.wo, attn_.data(), c.q_dim(), nullptr);
+      norm(L.ffn_norm, x_.data(), xn_.data());
+      moe_ffn(L.moe);
+    }
+  }
+
+  std::vector<Qwen3MoeLayer> layers_;
+  RopeParams rope_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_qwen3moe_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  return std::make_unique<Qwen3MoeModel>(std::move(file), options);
+}
+
+}  // namespace lumen

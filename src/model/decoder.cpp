@@ -31,6 +31,30 @@ Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
 }
 
+void AttentionWeights::load(const WeightLoader& w, const ModelConfig& c, int64_t i, bool biases, bool qk_norms) {
+  auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+  norm = w.vector(n("attn_norm.weight"), c.n_embd);
+  wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
+  wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
+  wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+  wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
+  if (biases) {
+    bq = w.vector(n("attn_q.bias"), c.q_dim());
+    bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
+    bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
+  }
+  if (qk_norms) {
+    q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
+    k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+  }
+}
+
+void AttentionWeights::collect(std::vector<WeightMatrix*>& matrices,
+                               std::vector<std::vector<const WeightMatrix*>>& multi) {
+  for (WeightMatrix* m : {&wq, &wk, &wv, &wo}) matrices.push_back(m);
+  multi.push_back({&wq, &wk, &wv});
+}
+
 RopeParams Decoder::rope_params(const ModelConfig& c) {
   RopeParams r;
   r.n_rot = c.rope_dims;

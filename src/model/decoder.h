@@ -22,6 +22,19 @@ namespace lumen {
 
 class WeightLoader;
 
+// The attention block's weights under the common tensor names (blk.N.attn_norm, attn_q, attn_k,
+// attn_v, attn_output; attn_q/k/v.bias, attn_q_norm, attn_k_norm when asked for).
+struct AttentionWeights {
+  const float* norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // qwen2
+  const float *q_norm = nullptr, *k_norm = nullptr;         // qwen3, gemma3, qwen3moe
+
+  void load(const WeightLoader& w, const ModelConfig& c, int64_t layer, bool biases, bool qk_norms);
+  // Its matrices for Decoder::prepare, Q/K/V as one matmul_multi group.
+  void collect(std::vector<WeightMatrix*>& matrices, std::vector<std::vector<const WeightMatrix*>>& multi);
+};
+
 // Per-token steps between the Q/K/V projections and attention.
 struct QkPost {
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // biases (qwen2)

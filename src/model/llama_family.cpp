@@ -13,20 +13,7 @@ namespace lumen {
 void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits& traits, int64_t i,
                       LlamaLayer& L) {
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-  L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
-  L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
-  L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
-  L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
-  L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
-  if (traits.qkv_bias) {
-    L.bq = w.vector(n("attn_q.bias"), c.q_dim());
-    L.bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
-    L.bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
-  }
-  if (traits.qk_norm) {
-    L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
-    L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
-  }
+  L.attn.load(w, c, i, traits.qkv_bias, traits.qk_norm);
   L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
   L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
   L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
@@ -50,8 +37,8 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   std::vector<WeightMatrix*> matrices = {&output_};
   std::vector<std::vector<const WeightMatrix*>> multi;
   for (LlamaLayer& L : layers_) {
-    for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
-    multi.push_back({&L.wq, &L.wk, &L.wv});
+    L.attn.collect(matrices, multi);
+    for (WeightMatrix* m : {&L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
     multi.push_back({&L.w_gate, &L.w_up});
   }
   prepare(matrices, multi);
@@ -62,11 +49,12 @@ void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
   for (int64_t il = 0; il < c.n_layer; il++) {
     const LlamaLayer& L = layers_[il];
-    norm(L.attn_norm, x_.data(), xn_.data());
-    qkv(L.wq, L.wk, L.wv);
-    qk_post(batch, kv, il, QkPost{L.bq, L.bk, L.bv, L.q_norm, L.k_norm, &rope_});
+    const AttentionWeights& A = L.attn;
+    norm(A.norm, x_.data(), xn_.data());
+    qkv(A.wq, A.wk, A.wv);
+    qk_post(batch, kv, il, QkPost{A.bq, A.bk, A.bv, A.q_norm, A.k_norm, &rope_});
     attend(batch, kv, il, scale);
-    project(L.wo, attn_.data(), c.q_dim(), nullptr);
+    project(A.wo, attn_.data(), c.q_dim(), nullptr);
     norm(L.ffn_norm, x_.data(), xn_.data());
     glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU);
     project(L.w_down, gate_.data(), c.n_ff, nullptr);

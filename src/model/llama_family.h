@@ -13,13 +13,9 @@ namespace lumen {
 
 class WeightLoader;
 
-// One block's weights. Optional parts are null: biases on Q, K, V (qwen2), per-head RMSNorm
-// weights of Q and K applied before RoPE (qwen3).
+// One block's weights (the attention's optional parts null unless the traits ask for them).
 struct LlamaLayer {
-  const float* attn_norm = nullptr;
-  WeightMatrix wq, wk, wv, wo;
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
-  const float *q_norm = nullptr, *k_norm = nullptr;
+  AttentionWeights attn;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
 };

@@ -26,9 +26,8 @@ namespace lumen {
 namespace {
 
 struct GemmaLayer {
-  const float *attn_norm = nullptr, *post_attention_norm = nullptr;
-  WeightMatrix wq, wk, wv, wo;
-  const float *q_norm = nullptr, *k_norm = nullptr;  // gemma3
+  AttentionWeights attn;  // gemma3: with per-head Q/K norms
+  const float* post_attention_norm = nullptr;
   const float *ffn_norm = nullptr, *post_ffw_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
 };
@@ -68,23 +67,15 @@ class GemmaModel : public Decoder {
     for (int64_t i = 0; i < c.n_layer; i++) {
       GemmaLayer& L = layers_[i];
       auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-      L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
-      L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
-      L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
-      L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
-      L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
-      if (version == 3) {
-        L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
-        L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
-      }
+      L.attn.load(w, c, i, /*biases=*/false, /*qk_norms=*/version == 3);
       L.post_attention_norm = w.vector(n("post_attention_norm.weight"), c.n_embd);
       L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
       L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
       L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
       L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
       L.post_ffw_norm = w.vector(n("post_ffw_norm.weight"), c.n_embd);
-      for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
-      multi.push_back({&L.wq, &L.wk, &L.wv});
+      L.attn.collect(matrices, multi);
+      for (WeightMatrix* m : {&L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
       multi.push_back({&L.w_gate, &L.w_up});
     }
     prepare(matrices, multi);
@@ -95,16 +86,17 @@ class GemmaModel : public Decoder {
     const ModelConfig& c = config_;
     for (int64_t il = 0; il < c.n_layer; il++) {
       const GemmaLayer& L = layers_[il];
-      norm(L.attn_norm, x_.data(), xn_.data());
-      qkv(L.wq, L.wk, L.wv);
+      const AttentionWeights& A = L.attn;
+      norm(A.norm, x_.data(), xn_.data());
+      qkv(A.wq, A.wk, A.wv);
       QkPost post;
-      post.q_norm = L.q_norm;
-      post.k_norm = L.k_norm;
+      post.q_norm = A.q_norm;
+      post.k_norm = A.k_norm;
       post.rope = c.window(il) > 0 ? &rope_swa_ : &rope_;
       post.q_scale = q_scale_;
       qk_post(batch, kv, il, post);
       attend(batch, kv, il, 1.0f, attn_softcap_);
-      project(L.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
+      project(A.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
       norm(L.ffn_norm, x_.data(), xn_.data());
       glu_ffn(L.w_gate, L.w_up, GluActivation::GeluTanh);
       project(L.w_down, gate_.data(), c.n_ff, L.post_ffw_norm);

@@ -19,18 +19,17 @@ namespace {
 
 void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits&, int64_t i, LlamaLayer& L) {
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-  L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
+  AttentionWeights& A = L.attn;
+  A.norm = w.vector(n("attn_norm.weight"), c.n_embd);
   if (w.has(n("attn_qkv.weight"))) {
     const int64_t rows = c.q_dim() + c.kv_dim_k() + c.kv_dim_v();
-    L.wq = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, 0, c.q_dim());
-    L.wk = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim(), c.kv_dim_k());
-    L.wv = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim() + c.kv_dim_k(), c.kv_dim_v());
+    A.wq = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, 0, c.q_dim());
+    A.wk = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim(), c.kv_dim_k());
+    A.wv = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim() + c.kv_dim_k(), c.kv_dim_v());
+    A.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
   } else {  // as llama.cpp, separate Q, K and V are accepted too
-    L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
-    L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
-    L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
+    A.load(w, c, i, false, false);
   }
-  L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
   L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
   L.w_gate = w.matrix_rows(n("ffn_up.weight"), c.n_embd, 2 * c.n_ff, 0, c.n_ff);
   L.w_up = w.matrix_rows(n("ffn_up.weight"), c.n_embd, 2 * c.n_ff, c.n_ff, c.n_ff);

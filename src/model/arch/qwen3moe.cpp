@@ -17,8 +17,8 @@ namespace lumen {
 namespace {
 
 struct Qwen3MoeLayer {
-  const float *attn_norm = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ffn_norm = nullptr;
-  WeightMatrix wq, wk, wv, wo;
+  AttentionWeights attn;  // with per-head Q/K norms
+  const float* ffn_norm = nullptr;
   MoeFfn moe;
 };
 
@@ -47,13 +47,7 @@ class Qwen3MoeModel : public Decoder {
     for (int64_t i = 0; i < c.n_layer; i++) {
       Qwen3MoeLayer& L = layers_[i];
       auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-      L.attn_norm = w.vector(n("attn_norm.weight"), c.n_embd);
-      L.wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
-      L.wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
-      L.wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
-      L.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
-      L.q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
-      L.k_norm = w.vector(n("attn_k_norm.weight"), c.head_dim_k);
+      L.attn.load(w, c, i, /*biases=*/false, /*qk_norms=*/true);
       L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
       L.moe.router = w.matrix(n("ffn_gate_inp.weight"), c.n_embd, n_expert);
       L.moe.n_used = n_used;
@@ -62,8 +56,8 @@ class Qwen3MoeModel : public Decoder {
         L.moe.up.push_back(w.expert_matrix(n("ffn_up_exps.weight"), c.n_embd, ff, n_expert, e));
         L.moe.down.push_back(w.expert_matrix(n("ffn_down_exps.weight"), ff, c.n_embd, n_expert, e));
       }
-      for (WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.moe.router}) matrices.push_back(m);
-      multi.push_back({&L.wq, &L.wk, &L.wv});
+      L.attn.collect(matrices, multi);
+      matrices.push_back(&L.moe.router);
       for (int64_t e = 0; e < n_expert; e++) {
         for (WeightMatrix* m : {&L.moe.gate[e], &L.moe.up[e], &L.moe.down[e]}) matrices.push_back(m);
         multi.push_back({&L.moe.gate[e], &L.moe.up[e]});
@@ -85,15 +79,12 @@ class Qwen3MoeModel : public Decoder {
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim_k));
     for (int64_t il = 0; il < c.n_layer; il++) {
       const Qwen3MoeLayer& L = layers_[il];
-      norm(L.attn_norm, x_.data(), xn_.data());
-      qkv(L.wq, L.wk, L.wv);
-      QkPost post;
-      post.q_norm = L.q_norm;
-      post.k_norm = L.k_norm;
-      post.rope = &rope_;
-      qk_post(batch, kv, il, post);
+      const AttentionWeights& A = L.attn;
+      norm(A.norm, x_.data(), xn_.data());
+      qkv(A.wq, A.wk, A.wv);
+      qk_post(batch, kv, il, QkPost{nullptr, nullptr, nullptr, A.q_norm, A.k_norm, &rope_});
       attend(batch, kv, il, scale);
-      project(L.wo, attn_.data(), c.q_dim(), nullptr);
+      project(A.wo, attn_.data(), c.q_dim(), nullptr);
       norm(L.ffn_norm, x_.data(), xn_.data());
       moe_ffn(L.moe);
     }

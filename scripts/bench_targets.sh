@@ -6,12 +6,16 @@
 # Usage: scripts/bench_targets.sh [MODEL_DIR]   (default /tmp/lumen-bench-models; ~5 GB)
 #        scripts/bench_targets.sh --formats [MODEL_DIR]   instead: TinyLlama in every weight format
 #        (`lumen quantize` of the F16 file; ~11 GB), each `-p 512 -n 128 -d 0,512,4096 -r 2`.
+#        scripts/bench_targets.sh --families [MODEL_DIR]   instead: the real-width presets of the
+#        newer families (gemma2-2b-bench, qwen3moe-bench) in Q4_0 and Q8_0 (~8 GB), `-p 512 -n 128 -r 2`.
 # Run it on an idle machine: the figures are only comparable with the roofline printed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
 FORMATS=0
+FAMILIES=0
 [ "${1:-}" = "--formats" ] && { FORMATS=1; shift; }
+[ "${1:-}" = "--families" ] && { FAMILIES=1; shift; }
 DIR="${1:-/tmp/lumen-bench-models}"
 LUMEN=./build/lumen
 [ -x "$LUMEN" ] || { echo "build lumen first (scripts/setup.sh)" >&2; exit 1; }
@@ -20,6 +24,17 @@ synth() {  # preset type file
   [ -f "$DIR/$3" ] || /usr/bin/python3 "$SHARED/tools/synth_gguf.py" --preset "$1" --type "$2" \
     --vocab-from "$SHARED/vocab/ggml-vocab-llama-spm.gguf" --out "$DIR/$3"
 }
+if [ "$FAMILIES" = 1 ]; then
+  "$LUMEN" bench -t 2 --remeasure -p 8 -n 8 -r 1 2>&1 | grep '^machine'
+  for p in gemma2-2b-bench qwen3moe-bench; do
+    for t in q4_0 q8_0; do
+      synth "$p" "$t" "$p-$t.gguf"
+      echo "== $p $t"
+      "$LUMEN" bench -m "$DIR/$p-$t.gguf" -t 2 -p 512 -n 128 -r 2 2>/dev/null | grep -E '^\| [a-z]|^verdict'
+    done
+  done
+  exit 0
+fi
 if [ "$FORMATS" = 1 ]; then
   synth tinyllama-1.1b f16 tinyllama-f16.gguf
   "$LUMEN" bench -t 2 --remeasure -p 8 -n 8 -r 1 2>&1 | grep '^machine'

@@ -43,13 +43,18 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
   // is not also the output matrix only one row per token.
   bool has_output = false;
   for (const auto& t : f.tensors()) has_output |= t.name == "output.weight";
+  p.n_expert = f.get_int(c.arch + ".expert_count").value_or(0);
+  p.n_expert_used = f.get_int(c.arch + ".expert_used_count").value_or(0);
   for (const auto& t : f.tensors()) {
     p.weights_bytes += static_cast<double>(t.n_bytes);
-    if (t.name == "token_embd.weight" && has_output)
-      p.weights_read_per_step += static_cast<double>(t.n_bytes) / static_cast<double>(std::max<int64_t>(1, t.n_rows()));
+    if (p.n_expert > 1 && t.n_dims == 3 && t.ne[2] == p.n_expert)  // one matrix per expert
+      p.expert_bytes += static_cast<double>(t.n_bytes);
+    else if (t.name == "token_embd.weight" && has_output)
+      p.dense_read_per_step += static_cast<double>(t.n_bytes) / static_cast<double>(std::max<int64_t>(1, t.n_rows()));
     else
-      p.weights_read_per_step += static_cast<double>(t.n_bytes);
+      p.dense_read_per_step += static_cast<double>(t.n_bytes);
   }
+  p.weights_read_per_step = p.weights_read_for_batch(1);
   p.memory_bytes = q.memory_bytes;
   if (p.memory_bytes == 0) {
     p.memory_bytes = available_memory();
@@ -85,8 +90,8 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
       const int64_t w = layout.layer_window.empty() ? 0 : layout.layer_window[il];
       kv_read += row_bytes * static_cast<double>(w > 0 ? std::min(ctx, w) : ctx);
     }
-    r.decode_bytes_batch1 = p.weights_read_per_step + kv_read;
-    r.decode_bytes_parallel = p.weights_read_per_step + kv_read * static_cast<double>(q.parallel);  // weights once per step
+    r.decode_bytes_batch1 = p.weights_read_for_batch(1) + kv_read;
+    r.decode_bytes_parallel = p.weights_read_for_batch(q.parallel) + kv_read * static_cast<double>(q.parallel);  // weights once per step
     if (q.bandwidth_gb_s > 0) {
       r.tok_s_batch1 = q.bandwidth_gb_s * 1e9 / r.decode_bytes_batch1;
       r.tok_s_parallel = q.bandwidth_gb_s * 1e9 / r.decode_bytes_parallel * static_cast<double>(q.parallel);
@@ -109,6 +114,14 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
     p.alternatives.push_back(row(fmt::format("a sliding window of {} on every layer", w), q.k_type, q.v_type, p.n_ctx, w));
   }
   return p;
+}
+
+double MemoryPlan::weights_read_for_batch(int64_t batch) const {
+  const double dense = dense_read_per_step;
+  if (n_expert <= 1 || expert_bytes == 0) return dense;
+  const double e = static_cast<double>(n_expert), k = static_cast<double>(std::min(n_expert_used, n_expert));
+  const double touched = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(std::max<int64_t>(batch, 1))));
+  return dense + expert_bytes * touched / e;
 }
 
 }  // namespace lumen

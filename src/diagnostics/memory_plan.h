@@ -59,7 +59,13 @@ struct MemoryPlan {
   int64_t n_layer = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   int64_t n_ctx = 0, parallel = 0, block_size = 0;
   double weights_bytes = 0;          // every tensor in the file
-  double weights_read_per_step = 0;  // what a decode step reads of them
+  double weights_read_per_step = 0;  // what a decode step of one sequence reads of them
+  // Mixture of experts: the expert tensors' bytes, and of a decode step of B sequences the
+  // experts' share that B tokens are expected to touch (each choosing k of E:
+  // E (1 - (1 - k/E)^B) distinct experts, uniformly routed).
+  double expert_bytes = 0, dense_read_per_step = 0;  // the experts; what every step reads besides
+  int64_t n_expert = 0, n_expert_used = 0;
+  double weights_read_for_batch(int64_t batch) const;
   int64_t memory_bytes = 0;
   bool memory_is_available_ram = false;
   double bandwidth_gb_s = 0;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "diagnostics/memory_plan.h"
@@ -166,6 +167,44 @@ TEST(MemoryPlan, TinyLlamaShapeMatchesTheFormulaAndThePool) {
     EXPECT_DOUBLE_EQ(p.chosen.kv_bytes_per_token, static_cast<double>(s.kv_bytes_per_token));
     EXPECT_EQ(engine.leak_report(), "");
   }
+}
+
+}  // namespace
+}  // namespace lumen
+
+namespace lumen {
+namespace {
+
+// A mixture of experts: a decode step of one sequence reads the dense weights and k of the E
+// experts (what the model says it reads), a step of B sequences the experts B tokens are
+// expected to touch, E (1 - (1 - k/E)^B) of them.
+TEST(MemoryPlan, MixtureOfExpertsReadsTheChosenExperts) {
+  const std::string rel = "reference/synth-qwen3moe-30b-a3b-2l-f32.json";
+  if (!test::shared_exists(rel)) GTEST_SKIP();
+  const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
+  std::string why;
+  const std::string path = test::synth_model(
+      ref["model"]["file"].get<std::string>(),
+      "--preset qwen3moe-30b-a3b --layers 2 --type f32 --vocab-from " +
+          test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
+      ref["model"]["sha256"], &why);
+  if (path.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<GgufFile> f = GgufFile::open(path);
+  ModelOptions opt;
+  opt.n_threads = 1;
+  const auto model = Model::load(f, opt);
+  PlanRequest q;
+  q.n_ctx = 256;
+  q.memory_bytes = int64_t{1} << 30;
+  const MemoryPlan p = make_memory_plan(*f, q);
+  EXPECT_EQ(p.n_expert, 16);
+  EXPECT_EQ(p.n_expert_used, 4);
+  EXPECT_GT(p.expert_bytes, 0.5 * p.weights_bytes - p.dense_read_per_step);
+  EXPECT_NEAR(p.weights_read_per_step, static_cast<double>(model->weight_bytes()), p.weights_bytes * 0.01);
+  EXPECT_DOUBLE_EQ(p.weights_read_for_batch(1), p.dense_read_per_step + p.expert_bytes * 4 / 16);
+  const double touched16 = 16 * (1 - std::pow(1 - 4.0 / 16, 16));
+  EXPECT_DOUBLE_EQ(p.weights_read_for_batch(16), p.dense_read_per_step + p.expert_bytes * touched16 / 16);
+  EXPECT_LT(p.weights_read_for_batch(16), p.dense_read_per_step + p.expert_bytes);
 }
 
 }  // namespace

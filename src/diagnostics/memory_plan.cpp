@@ -43,11 +43,11 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
   // is not also the output matrix only one row per token.
   bool has_output = false;
   for (const auto& t : f.tensors()) has_output |= t.name == "output.weight";
-  p.n_expert = f.get_int(c.arch + ".expert_count").value_or(0);
-  p.n_expert_used = f.get_int(c.arch + ".expert_used_count").value_or(0);
+  p.n_expert = c.n_expert;
+  p.n_expert_used = c.n_expert_used;
   for (const auto& t : f.tensors()) {
     p.weights_bytes += static_cast<double>(t.n_bytes);
-    if (p.n_expert > 1 && t.n_dims == 3 && t.ne[2] == p.n_expert)  // one matrix per expert
+    if (is_expert_tensor(c, t))
       p.expert_bytes += static_cast<double>(t.n_bytes);
     else if (t.name == "token_embd.weight" && has_output)
       p.dense_read_per_step += static_cast<double>(t.n_bytes) / static_cast<double>(std::max<int64_t>(1, t.n_rows()));

@@ -69,9 +69,6 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
   m.tied_output = f.find_tensor("output.weight") == nullptr;
   m.weight_bytes_per_token = static_cast<double>(model_weight_bytes);
 
-  // Mixture-of-experts tensors (3-D: one matrix per expert): a token is multiplied by the
-  // expert_used_count experts it is routed to, not by all of them.
-  const double moe_used = static_cast<double>(f.get_int(c.arch + ".expert_used_count").value_or(1));
   std::map<GgmlType, TypeShare> mix;
   std::map<std::string, double> matmul_bytes_by_kind;
   for (const GgufTensorInfo& t : f.tensors()) {
@@ -91,8 +88,9 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
       }
       continue;
     }
+    // A mixture of experts multiplies a token by the n_expert_used experts it is routed to.
     if (t.name == "output.weight") m.output_params = n;
-    else if (t.n_dims == 3 && t.ne[2] > 1) m.matmul_params += n * moe_used / static_cast<double>(t.ne[2]);
+    else if (is_expert_tensor(c, t)) m.matmul_params += n * static_cast<double>(c.n_expert_used) / static_cast<double>(c.n_expert);
     else m.matmul_params += n;
     matmul_bytes_by_kind[compute_kind_of(t.type, f16_as_bf16)] += static_cast<double>(t.n_bytes);
   }

@@ -63,9 +63,8 @@ RopeParams Decoder::rope_params(const ModelConfig& c) {
   r.neox = c.rope_style == RopeStyle::NeoX;
   r.ext_factor = c.rope_ext_factor;
   r.attn_factor = c.rope_attn_factor;
-  if (r.ext_factor != 0.0f)
-    yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, c.yarn_beta_fast, c.yarn_beta_slow, &r.yarn_low,
-                   &r.yarn_high);
+  // llama.cpp's fixed beta_fast 32 and beta_slow 1 (it reads no yarn_beta_* key for these).
+  if (r.ext_factor != 0.0f) yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, 32.0f, 1.0f, &r.yarn_low, &r.yarn_high);
   return r;
 }
 
@@ -188,7 +187,8 @@ void Decoder::qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMa
   matmul_multi(outs, 3, xn_.data(), c.n_embd, n_, scratch_.data(), pool());
 }
 
-void Decoder::qk_post(const Batch& batch, KvStorage& kv, int64_t il, const QkPost& post) {
+void Decoder::qk_post(const Batch& batch, KvStorage& kv, int64_t il, const AttentionWeights& a, const RopeParams& rot,
+                      float q_scale) {
   const ModelConfig& c = config_;
   const int64_t bs = kv.layout().block_size;
   const int32_t layer_group = kv.groups().layer_group[il];
@@ -197,20 +197,20 @@ void Decoder::qk_post(const Batch& batch, KvStorage& kv, int64_t il, const QkPos
       float* q = &q_[t * c.q_dim()];
       float* k = &k_[t * c.kv_dim_k()];
       float* v = &v_[t * c.kv_dim_v()];
-      if (post.bq) {
-        vec_add(q, post.bq, q, c.q_dim());
-        vec_add(k, post.bk, k, c.kv_dim_k());
-        vec_add(v, post.bv, v, c.kv_dim_v());
+      if (a.bq) {
+        vec_add(q, a.bq, q, c.q_dim());
+        vec_add(k, a.bk, k, c.kv_dim_k());
+        vec_add(v, a.bv, v, c.kv_dim_v());
       }
-      if (post.q_norm) {
-        for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, post.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
-        for (int64_t h = 0; h < c.n_head_kv; h++) rms_norm(k + h * c.head_dim_k, post.k_norm, k + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
+      if (a.q_norm) {
+        for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, a.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
+        for (int64_t h = 0; h < c.n_head_kv; h++) rms_norm(k + h * c.head_dim_k, a.k_norm, k + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
       }
       const int64_t pos = batch.positions[t];
-      rope(q, c.n_head, c.head_dim_k, static_cast<int32_t>(pos), *post.rope);
-      rope(k, c.n_head_kv, c.head_dim_k, static_cast<int32_t>(pos), *post.rope);
-      if (post.q_scale != 1.0f)
-        for (int64_t i = 0; i < c.q_dim(); i++) q[i] *= post.q_scale;
+      rope(q, c.n_head, c.head_dim_k, static_cast<int32_t>(pos), rot);
+      rope(k, c.n_head_kv, c.head_dim_k, static_cast<int32_t>(pos), rot);
+      if (q_scale != 1.0f)
+        for (int64_t i = 0; i < c.q_dim(); i++) q[i] *= q_scale;
       const auto table = batch.block_table(batch.seq[t], layer_group);
       kv.write(il, static_cast<int64_t>(table[pos / bs]) * bs + pos % bs, k, v);
     }

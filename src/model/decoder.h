@@ -35,14 +35,6 @@ struct AttentionWeights {
   void collect(std::vector<WeightMatrix*>& matrices, std::vector<std::vector<const WeightMatrix*>>& multi);
 };
 
-// Per-token steps between the Q/K/V projections and attention.
-struct QkPost {
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // biases (qwen2)
-  const float *q_norm = nullptr, *k_norm = nullptr;         // per-head RMSNorm weights (qwen3, gemma3)
-  const RopeParams* rope = nullptr;
-  float q_scale = 1.0f;  // Q multiplied by it after RoPE (gemma: 1/sqrt(head_dim), attention scale 1)
-};
-
 enum class GluActivation { SiLU, GeluTanh };
 
 // A mixture-of-experts FFN (qwen3moe): a router matrix (n_embd -> n_expert logits) and each
@@ -75,7 +67,11 @@ class Decoder : public Model {
   // Steps over the batch's tokens (rows of x_, xn_, q_, k_, v_, attn_, gate_, up_, out_).
   void norm(const float* w, const float* in, float* out);  // rms_norm of every token's row
   void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv);
-  void qk_post(const Batch& batch, KvStorage& kv, int64_t layer, const QkPost& post);
+  // Per token, between the projections and attention: a's biases and per-head Q/K norms (those it
+  // has), RoPE by rot, Q times q_scale (gemma: 1/sqrt(head_dim) with an attention scale of 1), and K/V
+  // written to the cache.
+  void qk_post(const Batch& batch, KvStorage& kv, int64_t layer, const AttentionWeights& a, const RopeParams& rot,
+               float q_scale = 1.0f);
   void attend(const Batch& batch, const KvStorage& kv, int64_t layer, float scale, float softcap = 0.0f);
   // x_ += post_norm(w * in) (post_norm null: no norm), in with row stride ld_in.
   void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm);

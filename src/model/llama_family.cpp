@@ -52,7 +52,7 @@ void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
     const AttentionWeights& A = L.attn;
     norm(A.norm, x_.data(), xn_.data());
     qkv(A.wq, A.wk, A.wv);
-    qk_post(batch, kv, il, QkPost{A.bq, A.bk, A.bv, A.q_norm, A.k_norm, &rope_});
+    qk_post(batch, kv, il, A, rope_);
     attend(batch, kv, il, scale);
     project(A.wo, attn_.data(), c.q_dim(), nullptr);
     norm(L.ffn_norm, x_.data(), xn_.data());

@@ -35,6 +35,10 @@ void read_sliding_window(const GgufFile& f, const std::string& a, ModelConfig& c
 
 }  // namespace
 
+bool is_expert_tensor(const ModelConfig& c, const GgufTensorInfo& t) {
+  return c.n_expert > 1 && t.n_dims == 3 && t.ne[2] == c.n_expert;
+}
+
 KvLayout kv_layout_for(const ModelConfig& c, GgmlType k_type, GgmlType v_type, int32_t block_size) {
   KvLayout l;
   l.n_layer = c.n_layer;
@@ -84,14 +88,16 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   c.rope_style = rope_style;
   const std::string scaling(f.get_string(a + "rope.scaling.type").value_or("none"));
   const double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
-  c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
-                               f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
   c.rope_attn_factor = static_cast<float>(f.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
   if (!(c.rope_attn_factor > 0)) fail("{}: rope.scaling.attn_factor must be positive", f.path());
   if (scaling == "linear" || scaling == "yarn") {
     if (!(factor > 0)) fail("{}: rope.scaling.type {} needs a positive rope.scaling.factor", f.path(), scaling);
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
-    if (scaling == "yarn") c.rope_ext_factor = 1.0f;
+    if (scaling == "yarn") {
+      c.rope_ext_factor = 1.0f;
+      c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
+                                   f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
+    }
   } else if (auto s = f.get_float(a + "rope.scale_linear")) {
     if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
     c.rope_freq_scale = static_cast<float>(1.0 / *s);
@@ -100,6 +106,13 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
     fail("{}: rope scaling type '{}' is not supported", f.path(), scaling);
   }
   read_sliding_window(f, a, c);
+  if (auto e = f.get_int(a + "expert_count")) {
+    if (*e < 0 || *e > 4096) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, *e);
+    c.n_expert = *e;
+    c.n_expert_used = f.get_int(a + "expert_used_count").value_or(0);
+    if (c.n_expert > 0 && (c.n_expert_used < 1 || c.n_expert_used > c.n_expert))
+      fail("{}: key '{}expert_used_count' has invalid value {} for {} experts", f.path(), a, c.n_expert_used, c.n_expert);
+  }
   if (auto* toks = f.get_array("tokenizer.ggml.tokens")) c.n_vocab = static_cast<int64_t>(toks->size());
   return c;
 }

@@ -10,6 +10,7 @@
 namespace lumen {
 
 class GgufFile;
+struct GgufTensorInfo;
 
 enum class RopeStyle {
   Adjacent,  // rotate (x[2i], x[2i+1]): how llama GGUF files store Q/K ("normal" in ggml)
@@ -38,7 +39,9 @@ struct ModelConfig {
   float rope_ext_factor = 0.0f;
   float rope_attn_factor = 1.0f;
   int64_t rope_n_ctx_orig = 0;
-  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+  // Mixture of experts (`{arch}.expert_count`, `expert_used_count`; 0 without them): experts per
+  // layer, and how many each token is routed to.
+  int64_t n_expert = 0, n_expert_used = 0;
   RopeStyle rope_style = RopeStyle::Adjacent;
   // Sliding-window attention: per layer, the positions a token attends to (itself and the
   // W - 1 before it), 0 for a global layer. From `{arch}.attention.sliding_window` (W) and
@@ -56,6 +59,10 @@ struct ModelConfig {
   // Reads and validates the keys; throws Error naming the file and key.
   static ModelConfig from_gguf(const GgufFile& f, RopeStyle rope_style);
 };
+
+// Whether t holds one matrix per expert (3-D, the experts along ne[2]) of a mixture-of-experts
+// model: a token reads n_expert_used of its n_expert matrices.
+bool is_expert_tensor(const ModelConfig& c, const GgufTensorInfo& t);
 
 // The shape of these hyper-parameters' KV rows (heads, dims, per-layer windows), for a KvStorage.
 KvLayout kv_layout_for(const ModelConfig& c, GgmlType k_type, GgmlType v_type, int32_t block_size);

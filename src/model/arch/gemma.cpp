@@ -89,12 +89,7 @@ class GemmaModel : public Decoder {
       const AttentionWeights& A = L.attn;
       norm(A.norm, x_.data(), xn_.data());
       qkv(A.wq, A.wk, A.wv);
-      QkPost post;
-      post.q_norm = A.q_norm;
-      post.k_norm = A.k_norm;
-      post.rope = c.window(il) > 0 ? &rope_swa_ : &rope_;
-      post.q_scale = q_scale_;
-      qk_post(batch, kv, il, post);
+      qk_post(batch, kv, il, A, c.window(il) > 0 ? rope_swa_ : rope_, q_scale_);
       attend(batch, kv, il, 1.0f, attn_softcap_);
       project(A.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
       norm(L.ffn_norm, x_.data(), xn_.data());

@@ -20,8 +20,8 @@ namespace {
 void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits&, int64_t i, LlamaLayer& L) {
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
   AttentionWeights& A = L.attn;
-  A.norm = w.vector(n("attn_norm.weight"), c.n_embd);
   if (w.has(n("attn_qkv.weight"))) {
+    A.norm = w.vector(n("attn_norm.weight"), c.n_embd);
     const int64_t rows = c.q_dim() + c.kv_dim_k() + c.kv_dim_v();
     A.wq = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, 0, c.q_dim());
     A.wk = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim(), c.kv_dim_k());

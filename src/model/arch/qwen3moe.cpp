@@ -28,12 +28,11 @@ class Qwen3MoeModel : public Decoder {
       : Decoder(file, ModelConfig::from_gguf(*file, RopeStyle::NeoX), options) {
     const GgufFile& f = *file_;
     const std::string a = config_.arch + ".";
-    const int64_t n_expert = f.require_int(a + "expert_count");
-    const int64_t n_used = f.require_int(a + "expert_used_count");
+    f.require_int(a + "expert_count");  // ModelConfig read and checked them; here they must be there
+    f.require_int(a + "expert_used_count");
+    const int64_t n_expert = config_.n_expert, n_used = config_.n_expert_used;
     const int64_t ff = f.require_int(a + "expert_feed_forward_length");
-    if (n_expert < 1 || n_expert > 4096) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, n_expert);
-    if (n_used < 1 || n_used > n_expert)
-      fail("{}: key '{}expert_used_count' has invalid value {} for {} experts", f.path(), a, n_used, n_expert);
+    if (n_expert < 1) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, n_expert);
     if (ff < 1 || ff > (int64_t{1} << 20))
       fail("{}: key '{}expert_feed_forward_length' has invalid value {}", f.path(), a, ff);
     config_.n_ff = ff;  // the FFN width the workspace is sized for
@@ -66,11 +65,10 @@ class Qwen3MoeModel : public Decoder {
     prepare(matrices, multi);
     // A decode step reads the attention weights and only the chosen experts' (the active
     // parameters), not all of them.
-    size_t all_experts = 0, used = 0;
+    size_t all_experts = 0;
     for (const GgufTensorInfo& t : f.tensors())
-      if (t.name.find("_exps.weight") != std::string::npos) all_experts += t.n_bytes;
-    used = all_experts / static_cast<size_t>(n_expert) * static_cast<size_t>(n_used);
-    weight_bytes_ = weight_bytes_ - all_experts + used;
+      if (is_expert_tensor(c, t)) all_experts += t.n_bytes;
+    weight_bytes_ = weight_bytes_ - all_experts + all_experts / static_cast<size_t>(n_expert) * static_cast<size_t>(n_used);
   }
 
  private:
@@ -82,7 +80,7 @@ class Qwen3MoeModel : public Decoder {
       const AttentionWeights& A = L.attn;
       norm(A.norm, x_.data(), xn_.data());
       qkv(A.wq, A.wk, A.wv);
-      qk_post(batch, kv, il, QkPost{nullptr, nullptr, nullptr, A.q_norm, A.k_norm, &rope_});
+      qk_post(batch, kv, il, A, rope_);
       attend(batch, kv, il, scale);
       project(A.wo, attn_.data(), c.q_dim(), nullptr);
       norm(L.ffn_norm, x_.data(), xn_.data());

@@ -105,13 +105,14 @@ void GenerationStream::set_listener(std::function<void()> wake) {
 void GenerationStream::cancel() {
   if (cancelled_ || done_) return;
   cancelled_ = true;
+  // What the client never saw end still counts, as aborted. Counted before the engine is told:
+  // once it frees the sequences, /metrics may show them gone, and the abort must already be there.
+  if (ctx_.metrics)
+    ctx_.metrics->record_aborted(static_cast<int64_t>(std::count_if(choices_.begin(), choices_.end(), [](const Choice& c) { return !c.finished; })));
   for (auto& h : handles_) {
     h->set_listener({});
     h->cancel();
   }
-  // What the client never saw end still counts, as aborted.
-  if (ctx_.metrics)
-    ctx_.metrics->record_aborted(static_cast<int64_t>(std::count_if(choices_.begin(), choices_.end(), [](const Choice& c) { return !c.finished; })));
 }
 
 void GenerationStream::add_logprobs(Json& into, const StreamEvent& e, size_t text_offset) const {

@@ -62,7 +62,45 @@ uint8_t* align64(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
 }
 
+// One distinct input in one activation format: converted once, read by every product that has it.
+struct Conversion {
+  void (*convert)(const float*, uint8_t*, int64_t) = nullptr;
+  const float* x = nullptr;
+  int64_t ldx = 0, n_tokens = 0, n_in = 0;
+  size_t stride = 0;
+  uint8_t* act = nullptr;
+  int64_t first_row = 0;  // of this conversion in the call's flat list of rows to convert
+};
+
+bool same_conversion(const Conversion& c, const MatmulProblem& p, const MatmulKernel& k, size_t stride) {
+  return c.convert == k.convert_act && c.stride == stride && c.x == p.x && c.ldx == p.ldx && c.n_tokens == p.n_tokens &&
+         c.n_in == p.w->n_in;
+}
+
+const MatmulKernel& kernel_of(const WeightMatrix& w) {
+  const MatmulKernel* k = w.kernel ? w.kernel : find_matmul_kernel(w.type, active_isa());
+  LUMEN_ASSERT(k != nullptr);
+  return *k;
+}
+
 }  // namespace
+
+size_t matmul_grouped_scratch_size(const MatmulProblem* ps, int n) {
+  LUMEN_ASSERT(n >= 1 && n <= kMaxMatmulProblems);
+  Conversion conv[kMaxMatmulProblems];
+  int n_conv = 0;
+  size_t total = 64;
+  for (int i = 0; i < n; i++) {
+    const MatmulKernel& k = kernel_of(*ps[i].w);
+    const size_t stride = act_stride(k, ps[i].w->n_in);
+    int c = 0;
+    while (c < n_conv && !same_conversion(conv[c], ps[i], k, stride)) c++;
+    if (c < n_conv) continue;
+    conv[n_conv++] = {k.convert_act, ps[i].x, ps[i].ldx, ps[i].n_tokens, ps[i].w->n_in, stride, nullptr, 0};
+    total += stride * static_cast<size_t>(ps[i].n_tokens) + 64;
+  }
+  return total;
+}
 
 size_t matmul_multi_scratch_size(const WeightMatrix* const* ws, int n, int64_t n_tokens) {
   size_t total = 64;
@@ -70,65 +108,60 @@ size_t matmul_multi_scratch_size(const WeightMatrix* const* ws, int n, int64_t n
   return total;
 }
 
-void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t ldx, int64_t n_tokens,
-                  uint8_t* scratch, ThreadPool& pool) {
-  LUMEN_ASSERT(n_outs >= 1 && n_outs <= kMaxMatmulOutputs);
+void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool& pool) {
+  LUMEN_ASSERT(n >= 1 && n <= kMaxMatmulProblems);
   struct Part {
-    const WeightMatrix* w;
     const MatmulKernel* k;
     const uint8_t* act;  // converted input rows in this kernel's format
     size_t stride;
     int64_t align, n_groups, grain, first_chunk;
   };
-  Part parts[kMaxMatmulOutputs];
-  // Convert the input once per distinct activation format (matrices of one type share it).
-  uint8_t* free_act = align64(scratch);
-  struct Conversion {
-    void (*convert)(const float*, uint8_t*, int64_t);
-    uint8_t* act;
-    size_t stride;
-  };
-  Conversion conv[kMaxMatmulOutputs];
+  Part parts[kMaxMatmulProblems];
+  Conversion conv[kMaxMatmulProblems];
   int n_conv = 0;
-  int64_t rows = 0;
-  for (int i = 0; i < n_outs; i++) {
-    const WeightMatrix& w = *outs[i].w;
-    LUMEN_ASSERT(w.kernel != nullptr && w.n_in == outs[0].w->n_in);
-    const MatmulKernel& k = *w.kernel;
+  int64_t n_conv_rows = 0, few_token_rows = 0;
+  uint8_t* free_act = align64(scratch);
+  for (int i = 0; i < n; i++) {
+    const MatmulProblem& pr = ps[i];
+    LUMEN_ASSERT(pr.w->kernel != nullptr && pr.n_tokens >= 1);
+    const MatmulKernel& k = *pr.w->kernel;
     Part& p = parts[i];
-    p.w = &w;
     p.k = &k;
-    p.stride = act_stride(k, w.n_in);
+    p.stride = act_stride(k, pr.w->n_in);
     int c = 0;
-    while (c < n_conv && !(conv[c].convert == k.convert_act && conv[c].stride == p.stride)) c++;
+    while (c < n_conv && !same_conversion(conv[c], pr, k, p.stride)) c++;
     if (c == n_conv) {
-      conv[n_conv++] = {k.convert_act, free_act, p.stride};
-      free_act = align64(free_act + p.stride * static_cast<size_t>(n_tokens));
+      conv[n_conv++] = {k.convert_act, pr.x, pr.ldx, pr.n_tokens, pr.w->n_in, p.stride, free_act, n_conv_rows};
+      free_act = align64(free_act + p.stride * static_cast<size_t>(pr.n_tokens));
+      n_conv_rows += pr.n_tokens;
     }
     p.act = conv[c].act;
     p.align = std::max<int64_t>(1, k.row_align);
-    p.n_groups = (w.n_out + p.align - 1) / p.align;
-    rows += w.n_out;
+    p.n_groups = (pr.w->n_out + p.align - 1) / p.align;
+    if (pr.n_tokens <= 8) few_token_rows += pr.w->n_out;
   }
-  const int64_t n_conv_rows = n_conv * n_tokens;
   pool.parallel_for(n_conv_rows, 1, [&](int64_t b, int64_t e, int) {
+    int c = 0;
     for (int64_t i = b; i < e; i++) {
-      const Conversion& c = conv[i / n_tokens];
-      const int64_t t = i % n_tokens;
-      c.convert(x + t * ldx, c.act + t * c.stride, outs[0].w->n_in);
+      while (c + 1 < n_conv && i >= conv[c + 1].first_row) c++;
+      const Conversion& cv = conv[c];
+      const int64_t t = i - cv.first_row;
+      cv.convert(cv.x + t * cv.ldx, cv.act + t * cv.stride, cv.n_in);
     }
   });
-  // Chunks of row groups claimed by threads; each chunk runs every token over its rows, so a
-  // weight row is reused from cache for the whole batch. Few tokens (decode): about 4 chunks
-  // per thread, in proportion to each matrix's rows: each claim is a contended atomic (~0.1 us
-  // between cores), and long chunks are long sequential streams. Many tokens: ~8 chunks per
-  // thread per matrix, at most 256 rows each, to balance the compute-bound work.
+  // Chunks of row groups claimed by threads; each chunk runs every token of its product over its
+  // rows, so a weight row is reused from cache for all those tokens. Few tokens (decode): about 4
+  // chunks per thread, shared among the few-token products in proportion to their rows: each
+  // claim is a contended atomic (~0.1 us between cores), and long chunks are long sequential
+  // streams. Many tokens: ~8 chunks per thread per product, at most 256 rows each, to balance
+  // the compute-bound work.
   const int nt = pool.n_threads();
   int64_t n_chunks = 0;
-  for (int i = 0; i < n_outs; i++) {
+  for (int i = 0; i < n; i++) {
     Part& p = parts[i];
-    if (n_tokens <= 8) {
-      const int64_t chunks = std::min(p.n_groups, std::max<int64_t>(1, (4 * nt * p.w->n_out + rows - 1) / rows));
+    const int64_t n_out = ps[i].w->n_out;
+    if (ps[i].n_tokens <= 8) {
+      const int64_t chunks = std::min(p.n_groups, std::max<int64_t>(1, (4 * nt * n_out + few_token_rows - 1) / few_token_rows));
       p.grain = (p.n_groups + chunks - 1) / chunks;
     } else {
       // At least 32 rows a chunk, so the kernels' two-group tiles apply to small matrices too
@@ -141,15 +174,27 @@ void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t 
   }
   pool.parallel_for(n_chunks, 1, [&](int64_t b, int64_t e, int) {
     for (int64_t c = b; c < e; c++) {
-      int i = n_outs - 1;
+      int i = n - 1;
       while (c < parts[i].first_chunk) i--;
       const Part& p = parts[i];
+      const MatmulProblem& pr = ps[i];
       const int64_t g0 = (c - p.first_chunk) * p.grain;
       const int64_t r0 = g0 * p.align;
-      const int64_t r1 = std::min(p.w->n_out, (g0 + p.grain) * p.align);
-      p.k->compute(*p.w, p.act, p.stride, n_tokens, outs[i].y, outs[i].ldy, r0, r1);
+      const int64_t r1 = std::min(pr.w->n_out, (g0 + p.grain) * p.align);
+      p.k->compute(*pr.w, p.act, p.stride, pr.n_tokens, pr.y, pr.ldy, r0, r1);
     }
   });
+}
+
+void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t ldx, int64_t n_tokens,
+                  uint8_t* scratch, ThreadPool& pool) {
+  LUMEN_ASSERT(n_outs >= 1 && n_outs <= kMaxMatmulOutputs);
+  MatmulProblem ps[kMaxMatmulOutputs];
+  for (int i = 0; i < n_outs; i++) {
+    LUMEN_ASSERT(outs[i].w->n_in == outs[0].w->n_in);
+    ps[i] = {outs[i].w, x, ldx, n_tokens, outs[i].y, outs[i].ldy};
+  }
+  matmul_grouped(ps, n_outs, scratch, pool);
 }
 
 void matmul(const WeightMatrix& w_in, const float* x, int64_t ldx, int64_t n_tokens, float* y,

@@ -56,6 +56,27 @@ void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t 
                   uint8_t* scratch, ThreadPool& pool);
 size_t matmul_multi_scratch_size(const WeightMatrix* const* ws, int n, int64_t n_tokens);
 
+// One product of matmul_grouped(): y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i], t < n_tokens.
+struct MatmulProblem {
+  const WeightMatrix* w = nullptr;
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  int64_t n_tokens = 0;  // >= 1
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Most products one matmul_grouped() call takes.
+inline constexpr int kMaxMatmulProblems = 16;
+static_assert(kMaxMatmulOutputs <= kMaxMatmulProblems);
+
+// Products of different matrices with different inputs as one job on the pool: the experts of a
+// mixture, each over the tokens routed to it. An input shared by several products (the same x,
+// ldx and n_tokens) is converted once per activation format, as in matmul_multi(), which is
+// this with one input. The w are prepared. scratch: matmul_grouped_scratch_size() bytes.
+void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool& pool);
+size_t matmul_grouped_scratch_size(const MatmulProblem* ps, int n);
+
 // y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i] for t < n_tokens, o < n_out.
 void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,
             int64_t ldy, uint8_t* scratch, ThreadPool& pool);

@@ -69,7 +69,7 @@ RopeParams Decoder::rope_params(const ModelConfig& c) {
 }
 
 void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
-                      const std::vector<std::vector<const WeightMatrix*>>& multi) {
+                      const std::vector<std::vector<const WeightMatrix*>>& multi, const std::vector<const MoeFfn*>& moe) {
   const ModelConfig& c = config_;
   const int64_t nb = options_.n_batch;
   // Choose each matrix's kernel for this CPU and repack its weights, once.
@@ -88,9 +88,26 @@ void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
   }
   for (const auto& group : multi)
     scratch = std::max(scratch, matmul_multi_scratch_size(group.data(), static_cast<int>(group.size()), nb));
+  // A mixture's FFN: its grouped jobs' conversions (at most n_batch x n_used rows in all, in the
+  // experts' formats: the experts of a layer are views of one tensor, so expert 0 stands for
+  // all) and its buffers (n_batch x n_used rows of n_embd and of the expert width).
+  int64_t moe_rows = 0, moe_ff = 0, moe_experts = 0;
+  for (const MoeFfn* m : moe) {
+    const int64_t rows = nb * m->n_used;
+    std::vector<float> x(1);
+    const MatmulProblem gate_up[] = {{&m->gate[0], x.data(), 0, rows, nullptr, 0}, {&m->up[0], x.data(), 0, rows, nullptr, 0}};
+    const MatmulProblem down{&m->down[0], x.data(), 0, rows, nullptr, 0};
+    const size_t slack = 64 * kMaxMatmulProblems;  // each distinct input's alignment
+    scratch = std::max({scratch, matmul_grouped_scratch_size(gate_up, 2) + slack, matmul_grouped_scratch_size(&down, 1) + slack});
+    moe_rows = std::max(moe_rows, rows);
+    moe_ff = std::max(moe_ff, m->gate[0].n_out);
+    moe_experts = std::max(moe_experts, m->router.n_out);
+  }
   // The activations of n_batch tokens: the one allocation that grows with the batch size.
   const size_t floats = static_cast<size_t>(nb) * static_cast<size_t>(4 * c.n_embd + 2 * c.q_dim() + c.kv_dim_k() +
-                                                                       c.kv_dim_v() + 2 * c.n_ff);
+                                                                       c.kv_dim_v() + 2 * c.n_ff) +
+                        static_cast<size_t>(moe_rows) * static_cast<size_t>(3 * c.n_embd + 2 * moe_ff + 1) +
+                        static_cast<size_t>(nb * moe_experts);
   try {
     x_.resize(nb * c.n_embd);
     xn_.resize(nb * c.n_embd);
@@ -102,6 +119,19 @@ void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
     up_.resize(nb * c.n_ff);
     out_.resize(nb * c.n_embd);
     scratch_.resize(scratch);
+    if (moe_rows > 0) {
+      router_logits_.resize(nb * moe_experts);
+      moe_sel_.resize(moe_rows);
+      moe_w_.resize(moe_rows);
+      moe_in_.resize(moe_rows * c.n_embd);
+      moe_out_.resize(moe_rows * c.n_embd);
+      moe_down_.resize(moe_rows * c.n_embd);
+      moe_gate_.resize(moe_rows * moe_ff);
+      moe_up_.resize(moe_rows * moe_ff);
+      expert_slots_.resize(moe_experts);
+      for (auto& slots : expert_slots_) slots.reserve(nb);
+      moe_chosen_.reserve(moe_experts);
+    }
   } catch (const std::bad_alloc&) {
     const size_t need = floats * sizeof(float) + scratch;
     throw OutOfMemoryError(fmt::format("the forward pass over batches of {} tokens needs {} bytes of buffers", nb, need), need);
@@ -267,13 +297,8 @@ void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluA
 
 void Decoder::moe_ffn(const MoeFfn& moe) {
   const int64_t d = config_.n_embd, n_exp = moe.router.n_out, k = moe.n_used, ff = moe.gate[0].n_out;
-  const size_t nk = static_cast<size_t>(n_ * k);
-  router_logits_.resize(static_cast<size_t>(n_ * n_exp));
-  moe_sel_.resize(nk);
-  moe_w_.resize(nk);
-  moe_out_.resize(nk * d);
+  // The buffers are sized by prepare() for n_batch tokens.
   matmul(moe.router, xn_.data(), d, n_, router_logits_.data(), n_exp, scratch_.data(), pool());
-  expert_slots_.resize(static_cast<size_t>(n_exp));
   for (auto& slots : expert_slots_) slots.clear();
   for (int64_t t = 0; t < n_; t++) {
     float* p = &router_logits_[t * n_exp];
@@ -296,23 +321,53 @@ void Decoder::moe_ffn(const MoeFfn& moe) {
       expert_slots_[sel[j]].push_back(t * k + j);
     }
   }
-  // Each chosen expert once, over the rows of the tokens that chose it (gathered into xn_'s
-  // layout in moe_in_): gate/up, SwiGLU, down, weighted into the token's slot.
-  moe_in_.resize(static_cast<size_t>(n_ * d));
+  // Each chosen expert once, over the rows of the tokens that chose it: expert e's rows of the
+  // expert buffers are [row0, row0 + m), in expert order. An expert every token of the step chose
+  // (in decode, each chosen expert) reads xn_ itself, so its input is converted once for all of
+  // them; the others read their tokens' rows gathered into moe_in_.
+  moe_chosen_.clear();
+  int64_t row = 0;
   for (int64_t e = 0; e < n_exp; e++) {
     const auto& slots = expert_slots_[e];
     const int64_t m = static_cast<int64_t>(slots.size());
     if (m == 0) continue;
-    for (int64_t i = 0; i < m; i++)
-      std::copy_n(&xn_[slots[i] / k * d], d, &moe_in_[i * d]);
-    const MatmulOutput outs[] = {{&moe.gate[e], gate_.data(), ff}, {&moe.up[e], up_.data(), ff}};
-    matmul_multi(outs, 2, moe_in_.data(), d, m, scratch_.data(), pool());
-    for (int64_t i = 0; i < m; i++) swiglu(&gate_[i * ff], &up_[i * ff], &gate_[i * ff], ff);
-    matmul(moe.down[e], gate_.data(), ff, m, out_.data(), d, scratch_.data(), pool());
-    for (int64_t i = 0; i < m; i++) {
+    moe_chosen_.push_back({e, row, m});
+    if (m < n_)
+      for (int64_t i = 0; i < m; i++) std::copy_n(&xn_[slots[i] / k * d], d, &moe_in_[(row + i) * d]);
+    row += m;
+  }
+  const auto input = [&](const MoeChosen& c) { return c.m == n_ ? xn_.data() : &moe_in_[c.row0 * d]; };
+  // Gate/up of up to kMaxMatmulProblems / 2 experts per pool job, SwiGLU, down of up to
+  // kMaxMatmulProblems per job: a decode step's MoE FFN is three jobs with the router's.
+  MatmulProblem ps[kMaxMatmulProblems];
+  const auto n_chosen = static_cast<int64_t>(moe_chosen_.size());
+  for (int64_t b = 0; b < n_chosen; b += kMaxMatmulProblems / 2) {
+    int n_ps = 0;
+    for (int64_t i = b; i < std::min(n_chosen, b + kMaxMatmulProblems / 2); i++) {
+      const MoeChosen& c = moe_chosen_[i];
+      ps[n_ps++] = {&moe.gate[c.e], input(c), d, c.m, &moe_gate_[c.row0 * ff], ff};
+      ps[n_ps++] = {&moe.up[c.e], input(c), d, c.m, &moe_up_[c.row0 * ff], ff};
+    }
+    matmul_grouped(ps, n_ps, scratch_.data(), pool());
+  }
+  pool().parallel_for(row, 8, [&](int64_t b, int64_t e, int) {
+    for (int64_t r = b; r < e; r++) swiglu(&moe_gate_[r * ff], &moe_up_[r * ff], &moe_gate_[r * ff], ff);
+  });
+  for (int64_t b = 0; b < n_chosen; b += kMaxMatmulProblems) {
+    int n_ps = 0;
+    for (int64_t i = b; i < std::min(n_chosen, b + kMaxMatmulProblems); i++) {
+      const MoeChosen& c = moe_chosen_[i];
+      ps[n_ps++] = {&moe.down[c.e], &moe_gate_[c.row0 * ff], ff, c.m, &moe_down_[c.row0 * d], d};
+    }
+    matmul_grouped(ps, n_ps, scratch_.data(), pool());
+  }
+  for (const MoeChosen& c : moe_chosen_) {
+    const auto& slots = expert_slots_[c.e];
+    for (int64_t i = 0; i < c.m; i++) {
       const float w = moe_w_[slots[i]];
+      const float* src = &moe_down_[(c.row0 + i) * d];
       float* dst = &moe_out_[slots[i] * d];
-      for (int64_t c = 0; c < d; c++) dst[c] = out_[i * d + c] * w;
+      for (int64_t j = 0; j < d; j++) dst[j] = src[j] * w;
     }
   }
   // Per token, its choices summed in order, then the residual.

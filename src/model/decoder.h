@@ -59,7 +59,9 @@ class Decoder : public Model {
   virtual void layers(const Batch& batch, KvStorage& kv) = 0;
   // Chooses every matrix's kernel and sizes the workspace (call once, at the end of the
   // architecture's constructor): `multi` lists the matrix groups run as one matmul_multi job.
-  void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi);
+  // `moe` lists the mixture FFNs whose buffers moe_ffn() needs.
+  void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi,
+               const std::vector<const MoeFfn*>& moe = {});
 
   // The config's RoPE (base, scaling, YaRN), NEOX per its rope_style.
   static RopeParams rope_params(const ModelConfig& c);
@@ -98,11 +100,16 @@ class Decoder : public Model {
 
   int64_t n_ = 0;  // tokens of the batch being evaluated
   std::vector<uint8_t> scratch_;
-  // moe_ffn(): router logits, per token its chosen experts and weights, per expert its tokens,
-  // gathered inputs, and per (token, choice) the weighted expert output.
-  std::vector<float> router_logits_, moe_w_, moe_in_, moe_out_;
+  // moe_ffn(): router logits, per token its chosen experts and weights, per expert its tokens;
+  // per chosen expert its rows of the expert buffers (gathered inputs, gate, up, down outputs);
+  // per (token, choice) the weighted expert output.
+  struct MoeChosen {
+    int64_t e, row0, m;
+  };
+  std::vector<float> router_logits_, moe_w_, moe_in_, moe_gate_, moe_up_, moe_down_, moe_out_;
   std::vector<int32_t> moe_sel_;
   std::vector<std::vector<int64_t>> expert_slots_;
+  std::vector<MoeChosen> moe_chosen_;
   // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
   std::vector<PagedKvSource> kv_sources_;
   std::vector<KvRows> kv_rows_;

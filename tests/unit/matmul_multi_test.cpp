@@ -1,6 +1,7 @@
 // matmul_multi(): several weight matrices of one input as one pool job must give exactly what
 // separate matmul() calls give, whatever the mix of types (activation formats shared or not),
-// for decode-sized and prefill-sized batches, with strided inputs and outputs.
+// for decode-sized and prefill-sized batches, with strided inputs and outputs. matmul_grouped()
+// (products with inputs of their own, some shared: a mixture's experts) likewise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,6 +91,50 @@ TEST(MatmulMulti, MixedTypesShareOrSplitTheActivationConversion) {
 
 TEST(MatmulMulti, OneRowMatrices) {
   for (int64_t n_tokens : {1, 9}) check_mix({GgmlType::Q8_0, GgmlType::F32}, {1, 1}, n_tokens);
+}
+
+// Products with inputs of different lengths and token counts, some shared (converted once), in
+// one job: each must equal its own matmul() call bit for bit.
+TEST(MatmulGrouped, OwnInputsEqualSeparateCalls) {
+  ThreadPool pool(3);
+  struct Spec {
+    GgmlType type;
+    int64_t n_in, n_out, n_tokens;
+    int input;  // which of the inputs below
+  };
+  const std::vector<Spec> specs = {
+      {GgmlType::Q4_0, 256, 96, 1, 0}, {GgmlType::Q8_0, 256, 64, 1, 0},  {GgmlType::Q4_K, 256, 128, 1, 0},
+      {GgmlType::Q8_0, 256, 80, 12, 1}, {GgmlType::Q8_0, 256, 40, 12, 1}, {GgmlType::Q6_K, 512, 32, 3, 2},
+      {GgmlType::F16, 512, 48, 20, 3},
+  };
+  const int64_t inputs[][2] = {{256, 1}, {256, 12}, {512, 3}, {512, 20}};  // n_in, n_tokens
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<float>> xs;
+  for (const auto& in : inputs) {
+    xs.emplace_back(static_cast<size_t>((in[0] + 5) * in[1]));
+    for (float& v : xs.back()) v = nd(rng);
+  }
+  std::vector<OwnedMatrix> ms;
+  std::vector<std::vector<float>> y(specs.size()), y_ref(specs.size());
+  std::vector<MatmulProblem> ps;
+  for (size_t i = 0; i < specs.size(); i++) ms.push_back(make_matrix(specs[i].type, specs[i].n_in, specs[i].n_out, 11 + i));
+  for (size_t i = 0; i < specs.size(); i++) {
+    const Spec& s = specs[i];
+    const int64_t ldy = s.n_out + 2;
+    y[i].assign(static_cast<size_t>(ldy * s.n_tokens), -3.0f);
+    y_ref[i] = y[i];
+    ps.push_back({&ms[i].w, xs[s.input].data(), s.n_in + 5, s.n_tokens, y[i].data(), ldy});
+  }
+  std::vector<uint8_t> scratch(matmul_grouped_scratch_size(ps.data(), static_cast<int>(ps.size())));
+  matmul_grouped(ps.data(), static_cast<int>(ps.size()), scratch.data(), pool);
+  for (size_t i = 0; i < specs.size(); i++) {
+    const Spec& s = specs[i];
+    SCOPED_TRACE(testing::Message() << "product " << i << " (" << type_name(s.type) << ")");
+    std::vector<uint8_t> scratch_ref(matmul_scratch_size(ms[i].w, s.n_tokens));
+    matmul(ms[i].w, xs[s.input].data(), s.n_in + 5, s.n_tokens, y_ref[i].data(), s.n_out + 2, scratch_ref.data(), pool);
+    EXPECT_EQ(y[i], y_ref[i]);
+  }
 }
 
 }  // namespace

@@ -57,12 +57,12 @@ class Qwen3MoeModel : public Decoder {
       }
       L.attn.collect(matrices, multi);
       matrices.push_back(&L.moe.router);
-      for (int64_t e = 0; e < n_expert; e++) {
+      for (int64_t e = 0; e < n_expert; e++)
         for (WeightMatrix* m : {&L.moe.gate[e], &L.moe.up[e], &L.moe.down[e]}) matrices.push_back(m);
-        multi.push_back({&L.moe.gate[e], &L.moe.up[e]});
-      }
     }
-    prepare(matrices, multi);
+    std::vector<const MoeFfn*> moe;
+    for (const Qwen3MoeLayer& L : layers_) moe.push_back(&L.moe);
+    prepare(matrices, multi, moe);
     // A decode step reads the attention weights and only the chosen experts' (the active
     // parameters), not all of them.
     size_t all_experts = 0;

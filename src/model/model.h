@@ -27,7 +27,14 @@ struct ModelOptions {
   // model beside its target must not spin a second pool on the same cores). Null: the model
   // makes its own with n_threads threads.
   std::shared_ptr<ThreadPool> pool;
+  // The most tokens one sequence will hold (the context size per sequence); 0: the default,
+  // default_context_length(). LongRoPE files (Phi-3 128k, Phi-4-mini) choose their long RoPE
+  // factors by it, as llama.cpp does with its n_ctx per sequence.
+  int64_t n_ctx_seq = 0;
 };
+
+// The context per sequence when none is asked for: the training context, at most 4096 tokens.
+inline int64_t default_context_length(int64_t n_ctx_train) { return n_ctx_train < 4096 ? n_ctx_train : 4096; }
 
 class Model {
  public:

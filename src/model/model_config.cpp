@@ -101,6 +101,9 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   } else if (auto s = f.get_float(a + "rope.scale_linear")) {
     if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
     c.rope_freq_scale = static_cast<float>(1.0 / *s);
+  } else if (scaling == "longrope") {
+    // The factors are tensors (rope_factors_long/short, LlamaFamilyModel); a scale is optional.
+    if (factor > 0) c.rope_freq_scale = static_cast<float>(1.0 / factor);
   } else if (scaling != "none" && scaling != "llama3") {
     // "llama3" scaling is carried by the rope_freqs.weight tensor (per-dimension factors).
     fail("{}: rope scaling type '{}' is not supported", f.path(), scaling);

@@ -3,6 +3,7 @@
 // are the synthetic references' (../shared/tools/synth_gguf.py), rewritten with one change.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "kv/sequence_kv.h"
 #include "model/model.h"
 #include "test_support.h"
 
@@ -110,6 +112,76 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
     std::filesystem::remove_all(dir);
   }
   if (ran == 0) GTEST_SKIP() << "no synthetic references";
+}
+
+// The logits after each of a few tokens, one sequence, decoded one token at a time.
+std::vector<float> logits_of(const std::string& path, int64_t n_ctx_seq) {
+  ModelOptions opt;
+  opt.n_threads = 2;
+  opt.n_ctx_seq = n_ctx_seq;
+  auto model = Model::load(GgufFile::open(path), opt);
+  const int64_t n_vocab = model->config().n_vocab;
+  SequenceKv kv(model->kv_layout(GgmlType::F16, GgmlType::F16, 16), 1, 64);
+  std::vector<float> all, logits(n_vocab);
+  for (int i = 0; i < 40; i++) {
+    Batch b;
+    kv.add(b, 1 + (i * 37) % 250, i, 0, true);
+    model->forward(b, kv.storage(), logits.data());
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+// LongRoPE (Phi-3 128k, Phi-4-mini): rope_factors_long/short divide each pair's angle; the long
+// ones apply when a sequence may hold more than the original context, as llama.cpp chooses
+// them. Factors of 2 must then give exactly linear scaling by 2 (t / 2 and t * 0.5 are the same
+// float), factors of 1 exactly no scaling; rope.scaling.attn_factor scales cos and sin.
+TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
+  std::string why;
+  const std::string plain = synth(kFamilies[0], &why);
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const int64_t pairs = f->require_int("phi3.rope.dimension_count") / 2;
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-longrope-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto factors = [&](float v) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(pairs) * 4);
+    for (int64_t i = 0; i < pairs; i++) std::memcpy(&bytes[i * 4], &v, 4);
+    return bytes;
+  };
+  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+  auto longrope = [&](const std::string& name, float attn_factor) {
+    return rewrite(
+        *f, dir + "/" + name,
+        [&](GgufWriter& w) {
+          w.set_int32("phi3.rope.scaling.original_context_length", 64);
+          if (attn_factor != 1.0f) w.set_float32("phi3.rope.scaling.attn_factor", attn_factor);
+          w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f));
+          w.add_tensor("rope_factors_short.weight", GgmlType::F32, {pairs}, factors(1.0f));
+        },
+        all);
+  };
+  const std::string lr = longrope("longrope.gguf", 1.0f);
+  const std::string linear = rewrite(
+      *f, dir + "/linear.gguf",
+      [](GgufWriter& w) {
+        w.set_string("phi3.rope.scaling.type", "linear");
+        w.set_float32("phi3.rope.scaling.factor", 2.0f);
+      },
+      all);
+  const auto base = logits_of(plain, 64);
+  EXPECT_EQ(logits_of(lr, 64), base) << "a context of 64 (the original) takes the short factors";
+  const auto scaled = logits_of(linear, 128);
+  EXPECT_NE(scaled, base);
+  EXPECT_EQ(logits_of(lr, 128), scaled) << "a context of 128 takes the long factors";
+  EXPECT_NE(logits_of(longrope("attn.gguf", 1.25f), 64), base) << "rope.scaling.attn_factor is applied";
+  // One of the pair missing is refused by name.
+  const std::string one = rewrite(
+      *f, dir + "/one.gguf", [&](GgufWriter& w) { w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f)); },
+      all);
+  const std::string err = load_error(one);
+  EXPECT_NE(err.find("rope_factors_short.weight"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

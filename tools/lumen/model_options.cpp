@@ -94,10 +94,12 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
                args.n_threads, cores, cores);
   auto m = std::make_unique<LoadedModel>();
   m->file = GgufFile::open(path);
+  if (args.n_ctx < 0) usage_fail("-c/--ctx-size must not be negative");
   ModelOptions opt;
   opt.n_threads = args.n_threads;
   opt.n_batch = args.n_batch;
   opt.f16_as_bf16 = args.f16_as_bf16;
+  opt.n_ctx_seq = args.n_ctx;
   try {
     m->model = Model::load(m->file, opt);
   } catch (const OutOfMemoryError& e) {
@@ -110,9 +112,7 @@ std::unique_ptr<LoadedModel> load_model(const ModelArgs& args) {
   }
   m->tokenizer = Tokenizer::from_gguf(*m->file);
   if (args.mlock) lock_model_in_memory(*m->file);
-  const int64_t train = m->model->config().n_ctx_train;
-  if (args.n_ctx < 0) usage_fail("-c/--ctx-size must not be negative");
-  m->n_ctx = args.n_ctx > 0 ? args.n_ctx : std::min<int64_t>(train, 4096);
+  m->n_ctx = args.n_ctx > 0 ? args.n_ctx : default_context_length(m->model->config().n_ctx_train);
   return m;
 }
 
@@ -123,6 +123,7 @@ std::unique_ptr<LoadedModel> load_draft_model(const std::string& path, const Loa
   ModelOptions opt;
   opt.n_batch = target.model->n_batch();
   opt.pool = target.model->shared_pool();  // one pool: the draft must not spin a second on the same cores
+  opt.n_ctx_seq = target.n_ctx;
   m->model = Model::load(m->file, opt);
   m->tokenizer = Tokenizer::from_gguf(*m->file);
   DraftModelProposer::check_vocabularies(*target.tokenizer, *m->tokenizer);

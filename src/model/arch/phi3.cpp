@@ -3,8 +3,8 @@
 // gate and up halves from one (blk.N.ffn_up: 2 n_ff rows, the gate first). Each fused matrix is
 // loaded as row views, so the forward pass and its kernels are the Llama family's unchanged.
 // `phi3.attention.sliding_window` is read and ignored, as llama.cpp does for phi3 (every layer
-// sees the whole causal context). LongRoPE files (rope_factors_long/short, Phi-3 128k) are
-// refused rather than run without their scaling.
+// sees the whole causal context). LongRoPE files (rope_factors_long/short: Phi-3 128k,
+// Phi-4-mini) run with the factors the context size chooses (LlamaFamilyModel).
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -39,9 +39,6 @@ void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFam
 }  // namespace
 
 std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
-  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (file->find_tensor(t))
-      fail("{}: tensor '{}': phi3 with LongRoPE scaling (Phi-3 128k) is not supported", file->path(), t);
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::NeoX;
   traits.sliding_window = false;

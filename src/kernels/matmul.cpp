@@ -140,7 +140,11 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
     p.n_groups = (pr.w->n_out + p.align - 1) / p.align;
     if (pr.n_tokens <= 8) few_token_rows += pr.w->n_out;
   }
-  pool.parallel_for(n_conv_rows, 1, [&](int64_t b, int64_t e, int) {
+  // A few rows (decode) are converted on the calling thread: a hand-off costs more than
+  // converting a few thousand values.
+  int64_t max_n_in = 1;
+  for (int c = 0; c < n_conv; c++) max_n_in = std::max(max_n_in, conv[c].n_in);
+  pool.parallel_for(n_conv_rows, std::max<int64_t>(1, 8192 / max_n_in), [&](int64_t b, int64_t e, int) {
     int c = 0;
     for (int64_t i = b; i < e; i++) {
       while (c + 1 < n_conv && i >= conv[c + 1].first_row) c++;

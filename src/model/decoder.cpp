@@ -94,9 +94,9 @@ void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
   int64_t moe_rows = 0, moe_ff = 0, moe_experts = 0;
   for (const MoeFfn* m : moe) {
     const int64_t rows = nb * m->n_used;
-    std::vector<float> x(1);
-    const MatmulProblem gate_up[] = {{&m->gate[0], x.data(), 0, rows, nullptr, 0}, {&m->up[0], x.data(), 0, rows, nullptr, 0}};
-    const MatmulProblem down{&m->down[0], x.data(), 0, rows, nullptr, 0};
+    const float any = 0.0f;  // the input: one for gate and up, as in moe_ffn (only its identity counts)
+    const MatmulProblem gate_up[] = {{&m->gate[0], &any, 0, rows, nullptr, 0}, {&m->up[0], &any, 0, rows, nullptr, 0}};
+    const MatmulProblem down{&m->down[0], &any, 0, rows, nullptr, 0};
     const size_t slack = 64 * kMaxMatmulProblems;  // each distinct input's alignment
     scratch = std::max({scratch, matmul_grouped_scratch_size(gate_up, 2) + slack, matmul_grouped_scratch_size(&down, 1) + slack});
     moe_rows = std::max(moe_rows, rows);

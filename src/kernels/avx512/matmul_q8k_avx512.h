@@ -1,9 +1,9 @@
 // AVX-512 VNNI as the K-quant kernels written once (kernels/generic/kq_*.h) see it: Kq, the SIMD
-// layer Vf plus the integer steps and tile walk of K-quant blocks (avx2::Kq has the same names),
-// the vectorized Q8_K activation conversion (bit-identical to from_float_q8_k, into
-// kquant::kAct* layout), and the helpers of the AVX-512-only GEMM tiles (Q4_K, Q6_K). Include
-// only from AVX-512 translation units: everything has internal linkage so no AVX-512 copy can
-// be picked by the linker for baseline code.
+// layer Vf with kernels/generic/kq_traits.h's KqBase plus AVX-512's integer steps (avx2::Kq has
+// the same names), the vectorized Q8_K activation conversion (kernels/generic/quantize_q8k.h),
+// and the helpers of the AVX-512-only GEMM tiles (Q4_K, Q6_K). Include only from AVX-512
+// translation units: everything has internal linkage so no AVX-512 copy can be picked by the
+// linker for baseline code.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/avx512/simd_avx512.h"
+#include "kernels/generic/kq_traits.h"
 #include "kernels/kquant_pack.h"
 #include "kernels/matmul.h"
 
@@ -40,66 +41,13 @@ LUMEN_KQ_INLINE void pin(__m512i (*v)[T]) {
     for (int t = 0; t < T; t++) asm("" : "+v"(v[g][t]));
 }
 
-// Token tile of the GEMM path: each loaded weight vector feeds this many tokens. With 2
-// accumulators per token plus the per-block sums, 4 tokens fit the 32 ZMM registers; 6 and 8
-// spill and measured 15% slower.
-inline constexpr int kTileTokens = 4;
-
-// Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (16 rows each)
-// and the token tiles of [0, n_tokens): kTileTokens tokens, then the remainder as 4 + 3/2/1
-// (only those widths are instantiated). Groups go in batches whose weights fit about 256 KiB
-// (L2), and each batch runs all token tiles, so a token tile's activations stay in L1 while
-// the batch's groups reuse them.
-template <class F>
-LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
-  const int64_t g_end = (r1 + 15) / 16;
-  const int64_t batch =
-      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
-  for (int64_t gb = r0 / 16; gb < g_end; gb += batch) {
-    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
-    int64_t t = 0;
-    for (; t + kTileTokens <= n_tokens; t += kTileTokens)
-      for (int64_t g = gb; g < ge; g++) tile.template operator()<kTileTokens>(g, t);
-    if constexpr (kTileTokens > 4) {
-      if (t + 4 <= n_tokens) {
-        for (int64_t g = gb; g < ge; g++) tile.template operator()<4>(g, t);
-        t += 4;
-      }
-    }
-    for (int64_t g = gb; g < ge; g++) {
-      switch (n_tokens - t) {
-        case 3:
-          tile.template operator()<3>(g, t);
-          break;
-        case 2:
-          tile.template operator()<2>(g, t);
-          break;
-        case 1:
-          tile.template operator()<1>(g, t);
-          break;
-        default:
-          break;
-      }
-    }
-  }
-}
-
-// GEMM tile of the many-token path (n_tokens > kTileTokens): kGemmGroups row groups x
+// GEMM tile of the many-token path (n_tokens > Kq::kTileTokens): kGemmGroups row groups x
 // kGemmTokens tokens. The kernels run it one scale sub-block at a time, so only the sub-block's
 // int32 sums (G*T) and the block's scaled sums (G*T) live in registers; scales and the float
 // accumulators stay in memory, read once per sub-block / block. 2 x 6 = 24 accumulators: every
 // weight vector feeds 6 tokens and every activation broadcast 2 row groups.
 inline constexpr int kGemmGroups = 2;
 inline constexpr int kGemmTokens = 6;
-
-// Calls fn.template operator()<N>() for the N in 1..kMax equal to n (nothing for other n).
-template <int kMax, class Fn>
-LUMEN_KQ_INLINE void with_count(int64_t n, Fn&& fn) {
-  if constexpr (kMax > 0) {
-    if (n == kMax) fn.template operator()<kMax>();
-    else with_count<kMax - 1>(n, fn);
-  }
-}
 
 // Runs tile.template operator()<G, T>(g, t0) over the row groups g of rows [r0, r1) in steps
 // of kGemmGroups (the last step may be narrower) and the token tiles of [0, n_tokens)
@@ -126,23 +74,13 @@ LUMEN_KQ_INLINE void for_gemm_tiles(int64_t r0, int64_t r1, int64_t n_tokens, si
 // One vector holds one 32-bit lane per row of a 16-row group; the integer dot products are
 // VNNI's (vpdpbusd, vpdpwssd) into int32, so scale_sums is an exact int32 multiply.
 namespace {
-struct Kq : lumen::avx512::Vf {
-  static constexpr int kRows = 16;
-  static constexpr int kBytes = 64;  // one weight load: 4 bytes of each row
+// The token tile of the GEMV path is 4: with 2 accumulators per token plus the per-block sums,
+// 4 tokens fit the 32 ZMM registers; 6 and 8 spill and measured 15% slower.
+struct Kq : KqBase<lumen::avx512::Vf, 16, 4> {
   static constexpr bool kI16Sums = false;  // dot_u8s8 sums are int32
 
   LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
-  template <int kShift>
-  LUMEN_KQ_INLINE I srl16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm512_srli_epi16(v, kShift);
-  }
-  template <int kShift>
-  LUMEN_KQ_INLINE I sll16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm512_slli_epi16(v, kShift);
-  }
   LUMEN_KQ_INLINE I and_(I a, I b) { return _mm512_and_si512(a, b); }
   // a | (b & m) in one vpternlogd.
   LUMEN_KQ_INLINE I or_and(I a, I b, I m) { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); }
@@ -211,19 +149,7 @@ struct Kq : lumen::avx512::Vf {
   LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  LUMEN_KQ_INLINE F to_float(I v) { return _mm512_cvtepi32_ps(v); }
   LUMEN_KQ_INLINE void store_rows(float* y, F v, int n_rows) { store_m(y, mask(n_rows), v); }
-  // Software prefetch of `bytes` (a multiple of 64) at p, kPrefetchBlocks blocks ahead (1 to 8
-  // measured about the same; 0 is slower): the GEMV streams weights from DRAM and the hardware
-  // prefetchers alone do not keep enough lines in flight for one core.
-  LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-  }
-  static constexpr int kPrefetchBlocks = 1;
-  template <class Fn>
-  LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
-    avx512::for_tiles(r0, r1, n_tokens, group_bytes, tile);
-  }
   static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
     convert_act_avx512(x, dst, n_in, corr_mul);
   }

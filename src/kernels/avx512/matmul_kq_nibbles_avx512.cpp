@@ -60,7 +60,7 @@ struct Q4KGemm {
   LUMEN_KQ_INLINE void block(const uint8_t* const q[G], const uint8_t* const m[G], const uint8_t* const a[T],
                              __m512i isum[G][T], float mterm[G][T][16]) {
     __m512i sc[G][8], mp[G][4];
-    for (int g = 0; g < G; g++) Kq::unpack_k4_scales(m[g], sc[g], mp[g]);
+    for (int g = 0; g < G; g++) Q4K::unpack_scales(m[g], sc[g], mp[g]);
     // The minimum terms (dmin * da) * msum need no dot products: computed first, off the
     // critical path at the block's end, and kept in memory.
     for (int g = 0; g < G; g++) {

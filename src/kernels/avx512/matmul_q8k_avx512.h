@@ -82,6 +82,7 @@ struct Kq : KqBase<lumen::avx512::Vf, 16, 4> {
   LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
   LUMEN_KQ_INLINE I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  LUMEN_KQ_INLINE I or_(I a, I b) { return _mm512_or_si512(a, b); }
   // a | (b & m) in one vpternlogd.
   LUMEN_KQ_INLINE I or_and(I a, I b, I m) { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); }
   // acc += u8 weights x s8 activations, 4 per lane, summed to int32.
@@ -106,44 +107,14 @@ struct Kq : KqBase<lumen::avx512::Vf, 16, 4> {
     const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
     return _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), _mm256_set1_epi8(0x0f)));
   }
-  // Q4_K/Q5_K 6-bit scales and mins of a 16-row group block (meta bytes [b][q][r][jj], see
-  // kquant_pack.h): sc[s] = scale of sub-block s per row (32-bit lanes), mp[p] = (min 2p,
-  // min 2p+1) as two 16-bit halves of each row's lane, ready for vpdpwssd with bsums32 pairs.
-  LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) {
-    const __m512i b0 = _mm512_loadu_si512(m);
-    const __m512i b1 = _mm512_loadu_si512(m + 64);
-    const __m512i b2 = _mm512_loadu_si512(m + 128);
-    const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    const __m512i s_lo = _mm512_and_si512(b0, m63);
-    const __m512i m_lo = _mm512_and_si512(b1, m63);
-    const __m512i s_hi =
-        _mm512_or_si512(_mm512_and_si512(b2, m0f), _mm512_and_si512(_mm512_srli_epi16(b0, 2), m30));
-    const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), m0f),
-                                         _mm512_and_si512(_mm512_srli_epi16(b1, 2), m30));
-    const __m512i lo16 = _mm512_set1_epi32(0xffff);
-    const __m512i pairs[4] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_lo)),
-                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_lo, 1)),
-                              _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_hi)),
-                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_hi, 1))};
-    for (int p = 0; p < 4; p++) {
-      sc[2 * p] = _mm512_and_si512(pairs[p], lo16);
-      sc[2 * p + 1] = _mm512_srli_epi32(pairs[p], 16);
-    }
-    mp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_lo));
-    mp[1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_lo, 1));
-    mp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_hi));
-    mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
-  }
-  // 4 activation bytes (or two int16) at p, in every 32-bit lane; the float at p in every lane.
-  LUMEN_KQ_INLINE I bcast32(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-  }
-  LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_ps(v);
+  // For K4::unpack_scales (kernels/generic/kq_nibbles.h): the u8 lanes of the lower / upper half
+  // of v widened to 16 bits, and per row the two 16-bit scales of its lane in pairs as int32
+  // lanes for scale_sums.
+  LUMEN_KQ_INLINE I widen_lo_u8(I v) { return _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)); }
+  LUMEN_KQ_INLINE I widen_hi_u8(I v) { return _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)); }
+  LUMEN_KQ_INLINE void split_scales(I pairs, I& first, I& second) {
+    first = _mm512_and_si512(pairs, _mm512_set1_epi32(0xffff));
+    second = _mm512_srli_epi32(pairs, 16);
   }
   // kRows fp16 values at p (any alignment) as floats.
   LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) {

@@ -17,15 +17,6 @@
 namespace lumen::kquant {
 namespace {
 
-// Calls fn.template operator()<N>() for the N in 1..kMax equal to n (nothing for other n).
-template <int kMax, class Fn>
-LUMEN_KQT_INLINE void with_count(int64_t n, Fn&& fn) {
-  if constexpr (kMax > 0) {
-    if (n == kMax) fn.template operator()<kMax>();
-    else with_count<kMax - 1>(n, fn);
-  }
-}
-
 // kTile: the token tile of the GEMV path, the most tokens whose accumulators fit the ISA's
 // registers beside the weights and per-block sums.
 template <class V, int kGroupRows, int kTile>

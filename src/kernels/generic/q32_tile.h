@@ -1,7 +1,8 @@
 // The 32-element block kernels (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL x Q8_0 activations, Q8_1
-// for the formats with a minimum), written once over an ISA's block traits Q (avx2::Q32Isa,
-// avx512::Q32Isa in matmul_q32_<isa>.cpp): the formats' sizes, the register tile of G row
-// vectors x T tokens over all blocks, and the MatmulKernel entries. Layout: kernels/quant_pack.h.
+// for the formats with a minimum), written once over an ISA's block traits Q (Q32Isa in
+// avx2/matmul_q32_avx2.cpp and avx512/matmul_q32_avx512.cpp): the formats' sizes, the register
+// tile of G row vectors x T tokens over all blocks, and the MatmulKernel entries. Layout:
+// kernels/quant_pack.h.
 //
 // Q says what differs per ISA: how a block's int32 dot products come out of the packed quants
 // (Q::dots: vpdpbusd of unsigned weights on AVX-512 VNNI; vpmaddubsw and vpmaddwd on AVX2, whose

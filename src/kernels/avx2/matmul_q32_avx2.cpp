@@ -91,9 +91,8 @@ struct Q32Isa : avx2::Vf {
   static constexpr Isa kIsa = Isa::Avx2;
   static constexpr bool kQ8Biased = false;  // Q8_0 kept signed for the sign trick
   static constexpr bool kRowsOuter = true;
-  struct Prefetch {};  // none: one sequential stream per thread (q32_compute)
-  template <int H>
-  LUMEN_V_INLINE void prefetch(Prefetch&, const uint8_t*, size_t, int64_t, int64_t, int64_t) {}
+  static constexpr bool kPrefetch = false;  // one sequential stream per thread (q32_compute)
+  struct Prefetch {};
 
   // The dots of block b: halves h (rows 8h.. of group h / 2) x tokens t; for Nibble4 the s16
   // pair sums of the whole block, which finish widens (and where F::kActBias, corrects).

@@ -98,32 +98,8 @@ struct Q32Isa : avx512::Vf {
   static constexpr Isa kIsa = Isa::Avx512;
   static constexpr bool kQ8Biased = true;  // vpdpbusd wants u8 weights: Q8_0 stored q + 128
   static constexpr bool kRowsOuter = false;
-
-  // Software prefetch while a tile runs: `lines` cache lines per block from `next` on (into L2),
-  // so weights the next tiles stream from DRAM are already on their way. Changes no arithmetic.
-  struct Prefetch {
-    const uint8_t* next = nullptr;
-    const uint8_t* end = nullptr;
-    int64_t lines = 0;
-    // Block pairs ahead in the tile's own group streams to prefetch into L1; 0: none. Several
-    // tokens make a tile compute as well as stream; the hardware prefetcher alone then lets the
-    // stream stall behind the dot products (measured: the pass of 5 tokens of TinyLlama Q8_0
-    // took the sum of its warm compute time and its 1-token stream time, not their maximum).
-    int64_t ahead = 0;
-  };
-  template <int G>
-  LUMEN_V_INLINE void prefetch(Prefetch& pf, const uint8_t* g0, size_t group_bytes, int64_t b, int64_t hb,
-                               int64_t kPair) {
-    for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
-    if (pf.ahead > 0 && hb == 0) {
-      const int64_t far = ((b >> 1) + pf.ahead) * kPair;
-      if (far + kPair <= static_cast<int64_t>(group_bytes))
-        for (int g = 0; g < G; g++)
-          for (int64_t off = 0; off < kPair; off += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(g0 + g * group_bytes + far + off), _MM_HINT_T0);
-    }
-  }
+  static constexpr bool kPrefetch = true;
+  using Prefetch = q32::Prefetch;
 
   // The int32 dots of block b: groups g x tokens t, each started at the token's correction.
   template <class F, int G, int T>
@@ -168,7 +144,7 @@ struct Q32Isa : avx512::Vf {
     }
   }
 };
-using Q32Prefetch = Q32Isa::Prefetch;
+using Q32Prefetch = q32::Prefetch;
 
 template <class F, int G>
 inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act,

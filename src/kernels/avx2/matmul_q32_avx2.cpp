@@ -1,15 +1,12 @@
-// The 32-element block kernels on AVX2 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL). Internal linkage
-// only and no library templates: an inline function instantiated in an AVX2 translation unit
-// could be picked by the linker for baseline callers.
-//
-// Same packed layout as the AVX-512 kernels (kernels/quant_pack.h), read as two 8-row halves
-// per 64-byte chunk vector. Without VNNI the int8 dot is vpmaddubsw (u8 x s8 -> s16 pairs,
-// saturating) + vpmaddwd with ones (-> s32). Saturation is avoided by construction:
+// The 32-element block kernels on AVX2 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL):
+// kernels/generic/q32_tile.h's tile over Q32Isa, whose vectors hold one 8-row half of a group
+// (a 64-byte chunk vector read as two halves). Without VNNI the int8 dot is vpmaddubsw
+// (u8 x s8 -> s16 pairs, saturating) + vpmaddwd with ones (-> s32). Saturation is avoided by
+// construction:
 //  - signed weights (Q8_0 stored unbiased, IQ4_NL levels) use the sign trick |w| x sign(a, w):
 //    a pair is at most 2 * 128 * 127 = 32512, so each chunk is widened right away;
 //  - unsigned nibbles (Q4_0/Q4_1, 0..15) stay in s16 for the whole block (16 products of at
 //    most 15 * 127 per lane = 30480), 5-bit quants (Q5_0/Q5_1) for one pair of chunks.
-
 
 #include <cstddef>
 #include <cstdint>
@@ -17,32 +14,17 @@
 
 #include "kernels/avx2/matmul_avx2.h"
 #include "kernels/avx2/simd_avx2.h"
-#include "kernels/generic/quantize_act.h"
-#include "kernels/matmul.h"
-#include "kernels/quant_pack.h"
+#include "kernels/generic/q32_tile.h"
 
 namespace lumen {
 namespace {
-
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline uint32_t load_u32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // ---- weight formats. Half h of chunk vectors p and p+4 (rows 8h..8h+7). ----
 
 enum class Q32Kind { Signed, Nibble4, Nibble5 };
 
-struct Q32FmtQ8_0 {
-  static constexpr int kQBytes = 512, kScaleBytes = 32;
-  static constexpr bool kBiased = false, kMin = false;
+struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
+  static constexpr int kActBias = 0;
   static constexpr Q32Kind kKind = Q32Kind::Signed;
   // Signed values and their magnitudes.
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
@@ -53,9 +35,8 @@ struct Q32FmtQ8_0 {
   }
 };
 
-struct Q32FmtIq4nl {
-  static constexpr int kQBytes = 256, kScaleBytes = 32;
-  static constexpr bool kBiased = false, kMin = false;
+struct Q32FmtIq4nl : q32::Layout<GgmlType::IQ4_NL> {
+  static constexpr int kActBias = 0;
   static constexpr Q32Kind kKind = Q32Kind::Signed;
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& s0, __m256i& a0, __m256i& s1, __m256i& a1) {
     const __m256i levels = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
@@ -82,48 +63,46 @@ inline __m256i expand_bits16(uint32_t m) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-template <bool kHasMin, bool kFive>
-struct Q32FmtNibbles {
-  static constexpr int kQBytes = kFive ? 320 : 256, kScaleBytes = kHasMin ? 64 : 32;
-  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
-  static constexpr Q32Kind kKind = kFive ? Q32Kind::Nibble5 : Q32Kind::Nibble4;
+template <GgmlType kT>
+struct Q32FmtNibbles : q32::Layout<kT> {
+  using L = q32::Layout<kT>;
+  static constexpr int kActBias = L::kOffset;
+  static constexpr Q32Kind kKind = L::kFive ? Q32Kind::Nibble5 : Q32Kind::Nibble4;
   // Unsigned quants of chunks p and p+4.
   static inline void unpack(const uint8_t* q, int p, int h, __m256i& u0, __m256i& u1) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * p + 32 * h));
     u0 = _mm256_and_si256(raw, m4);
     u1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-    if constexpr (kFive) {
-      u0 = _mm256_or_si256(u0, expand_bits16(load_u32(q + 256 + 16 * p + 4 * h)));
-      u1 = _mm256_or_si256(u1, expand_bits16(load_u32(q + 256 + 16 * p + 8 + 4 * h)));
+    if constexpr (L::kFive) {
+      u0 = _mm256_or_si256(u0, expand_bits16(q32::load<uint32_t>(q + 256 + 16 * p + 4 * h)));
+      u1 = _mm256_or_si256(u1, expand_bits16(q32::load<uint32_t>(q + 256 + 16 * p + 8 + 4 * h)));
     }
   }
 };
-using Q32FmtQ4_0 = Q32FmtNibbles<false, false>;
-using Q32FmtQ4_1 = Q32FmtNibbles<true, false>;
-using Q32FmtQ5_0 = Q32FmtNibbles<false, true>;
-using Q32FmtQ5_1 = Q32FmtNibbles<true, true>;
+using Q32FmtQ4_0 = Q32FmtNibbles<GgmlType::Q4_0>;
+using Q32FmtQ4_1 = Q32FmtNibbles<GgmlType::Q4_1>;
+using Q32FmtQ5_0 = Q32FmtNibbles<GgmlType::Q5_0>;
+using Q32FmtQ5_1 = Q32FmtNibbles<GgmlType::Q5_1>;
 
-// ---- the register tile: H halves (8 rows each; H even = H/2 groups) x T tokens ----
+// ---- AVX2 as q32_tile.h sees it ----
 
-template <class F, int H, int T>
-inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
-                          float* y, int64_t ldy, int64_t row0, int64_t row_end) {
-  constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 facc[H][T];
-  const Q32ActBlock* a[T];
-  for (int t = 0; t < T; t++) a[t] = reinterpret_cast<const Q32ActBlock*>(act + t * act_stride);
-  for (int h = 0; h < H; h++)
-    for (int t = 0; t < T; t++) facc[h][t] = _mm256_setzero_ps();
+struct Q32Isa : avx2::Vf {
+  static constexpr Isa kIsa = Isa::Avx2;
+  static constexpr bool kQ8Biased = false;  // Q8_0 kept signed for the sign trick
+  static constexpr bool kRowsOuter = true;
+  static constexpr bool kPrefetch = false;  // one sequential stream per thread (q32_compute)
+  struct Prefetch {};
 
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* pair = g0 + (b >> 1) * kPair;
-    const int64_t hb = b & 1;
+  // The dots of block b: halves h (rows 8h.. of group h / 2) x tokens t; for Nibble4 the s16
+  // pair sums of the whole block, which finish widens (and where F::kActBias, corrects).
+  template <class F, int H, int T>
+  LUMEN_V_INLINE void dots(const uint8_t* pair, int64_t hb, size_t group_bytes, const Q32ActBlock* const a[T],
+                           int64_t b, __m256i dot[H][T]) {
+    const __m256i ones = _mm256_set1_epi16(1);
     const uint8_t* qb = pair + 2 * F::kScaleBytes + hb * F::kQBytes;
-    __m256i iacc[H][T];  // s32 dots, or for Nibble4 the s16 pair sums of the whole block
     for (int h = 0; h < H; h++)
-      for (int t = 0; t < T; t++) iacc[h][t] = _mm256_setzero_si256();
+      for (int t = 0; t < T; t++) dot[h][t] = _mm256_setzero_si256();
     for (int p = 0; p < 4; p++) {
       for (int h = 0; h < H; h++) {
         const uint8_t* q = qb + (h >> 1) * group_bytes;
@@ -131,57 +110,51 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
           __m256i s0, m0, s1, m1;
           F::unpack(q, p, h & 1, s0, m0, s1, m1);
           for (int t = 0; t < T; t++) {
-            const __m256i a0 = _mm256_set1_epi32(load_i32(a[t][b].qs + 4 * p));
-            const __m256i a1 = _mm256_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i a0 = _mm256_set1_epi32(q32::load<int32_t>(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(q32::load<int32_t>(a[t][b].qs + 16 + 4 * p));
             const __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(m0, _mm256_sign_epi8(a0, s0)), ones);
             const __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(m1, _mm256_sign_epi8(a1, s1)), ones);
-            iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_add_epi32(d0, d1));
+            dot[h][t] = _mm256_add_epi32(dot[h][t], _mm256_add_epi32(d0, d1));
           }
         } else {
           __m256i u0, u1;
           F::unpack(q, p, h & 1, u0, u1);
           for (int t = 0; t < T; t++) {
-            const __m256i a0 = _mm256_set1_epi32(load_i32(a[t][b].qs + 4 * p));
-            const __m256i a1 = _mm256_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
+            const __m256i a0 = _mm256_set1_epi32(q32::load<int32_t>(a[t][b].qs + 4 * p));
+            const __m256i a1 = _mm256_set1_epi32(q32::load<int32_t>(a[t][b].qs + 16 + 4 * p));
             const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, a0), _mm256_maddubs_epi16(u1, a1));
-            if constexpr (F::kKind == Q32Kind::Nibble4) iacc[h][t] = _mm256_add_epi16(iacc[h][t], s16);
-            else iacc[h][t] = _mm256_add_epi32(iacc[h][t], _mm256_madd_epi16(s16, ones));
+            if constexpr (F::kKind == Q32Kind::Nibble4) dot[h][t] = _mm256_add_epi16(dot[h][t], s16);
+            else dot[h][t] = _mm256_add_epi32(dot[h][t], _mm256_madd_epi16(s16, ones));
           }
         }
       }
     }
+  }
+  template <class F>
+  LUMEN_V_INLINE __m256i finish(__m256i dot, const Q32ActBlock& a) {
+    if constexpr (F::kKind == Q32Kind::Nibble4) dot = _mm256_madd_epi16(dot, _mm256_set1_epi16(1));
+    if constexpr (F::kActBias != 0) dot = _mm256_add_epi32(dot, _mm256_set1_epi32(a.corr));
+    return dot;
+  }
+  // The tile's rows of [row0, row_end) to y (a partial last half through a buffer).
+  template <int H, int T>
+  LUMEN_V_INLINE void store(const __m256 (*facc)[T], float* y, int64_t ldy, int64_t row0, int64_t row_end) {
     for (int h = 0; h < H; h++) {
-      const uint8_t* s = pair + (h >> 1) * group_bytes + hb * 32 + (h & 1) * 16;
-      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s)));
-      __m256 mw = _mm256_setzero_ps();
-      if constexpr (F::kMin) mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(s + 64)));
+      const int64_t r = row0 + h * 8;
+      const int64_t n = row_end - r;
+      if (n <= 0) break;
       for (int t = 0; t < T; t++) {
-        __m256i dot = iacc[h][t];
-        if constexpr (F::kKind == Q32Kind::Nibble4) dot = _mm256_madd_epi16(dot, ones);
-        if constexpr (F::kBiased) dot = _mm256_add_epi32(dot, _mm256_set1_epi32(a[t][b].corr));
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(a[t][b].d));
-        facc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, facc[h][t]);
-        if constexpr (F::kMin) facc[h][t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a[t][b].s), facc[h][t]);
+        if (n >= 8) {
+          _mm256_storeu_ps(y + t * ldy + r, facc[h][t]);
+        } else {
+          alignas(32) float tmp[8];
+          _mm256_store_ps(tmp, facc[h][t]);
+          for (int64_t i = 0; i < n; i++) y[t * ldy + r + i] = tmp[i];
+        }
       }
     }
   }
-  for (int h = 0; h < H; h++) {
-    const int64_t r = row0 + h * 8;
-    const int64_t n = row_end - r;
-    if (n <= 0) break;
-    for (int t = 0; t < T; t++) {
-      if (n >= 8) {
-        _mm256_storeu_ps(y + t * ldy + r, facc[h][t]);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, facc[h][t]);
-        for (int64_t i = 0; i < n; i++) y[t * ldy + r + i] = tmp[i];
-      }
-    }
-  }
-}
-
-inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
+};
 
 // The MatmulKernel::compute of format F: like the AVX-512 driver (row blocks that fit in L2,
 // swept by token tiles), with tiles of one group x 3 tokens (signed formats) or x 2 tokens
@@ -189,7 +162,7 @@ inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
 // sequential stream per thread (measured: two groups in flight spill and run ~1.5x slower).
 template <class F>
 void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
-                      int64_t ldy, int64_t r0, int64_t r1) {
+                 int64_t ldy, int64_t r0, int64_t r1) {
   constexpr int64_t kTile = F::kKind == Q32Kind::Signed ? 3 : 2;
   const int64_t nb = w.n_in / kQ32Block;
   const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
@@ -199,27 +172,20 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
   int64_t block_groups = static_cast<int64_t>((128u << 10) / group_bytes);
   if (block_groups < 1 || n_tokens <= kTile) block_groups = g_end - g_begin;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
-    const int64_t ge = q32_min(g_end, gb + block_groups);
+    const int64_t ge = q32::min64(g_end, gb + block_groups);
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {
-      const int64_t nt = q32_min(kTile, n_tokens - t0);
+      const int64_t nt = q32::min64(kTile, n_tokens - t0);
       const uint8_t* at = act + t0 * act_stride;
       float* yt = y + t0 * ldy;
       for (int64_t g = gb; g < ge; g++) {
         const uint8_t* gp = base + g * group_bytes;
         const int64_t row0 = g * kQ32GroupRows;
-        if (nt == 1) q32_tile<F, 2, 1>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
-        else if (nt == 2) q32_tile<F, 2, 2>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
-        else q32_tile<F, 2, kTile>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        if (nt == 1) q32::tile<Q32Isa, F, 2, 1>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        else if (nt == 2) q32::tile<Q32Isa, F, 2, 2>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
+        else q32::tile<Q32Isa, F, 2, kTile>(gp, group_bytes, nb, at, act_stride, yt, ldy, row0, r1);
       }
     }
   }
-}
-
-void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/false); }
-
-constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(MatmulKernel::convert_act) convert,
-                                  decltype(MatmulKernel::compute) compute) {
-  return {name, type, Isa::Avx2, kQ32GroupRows, pack_q32, q32_act_row_bytes, convert, compute};
 }
 
 }  // namespace
@@ -232,18 +198,11 @@ constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(Matm
 // bits, stored as bit masks per chunk vector, are spread to bytes (shuffle, test, and) and ORed
 // in as bit 4; Q5_0's offset 16 is undone by the correction -16 * sum(a). Q4_1 / Q5_1
 // (x = d*q + m) against Q8_1: a block is d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a)).
-using avx2::Vf;
-const MatmulKernel kMatmulQ8_0Avx2 =
-    q32_kernel("q8_0/avx2", GgmlType::Q8_0, quantize_act::q32<Vf, 0, false>, q32_compute<Q32FmtQ8_0>);
-const MatmulKernel kMatmulIq4NlAvx2 =
-    q32_kernel("iq4_nl/avx2", GgmlType::IQ4_NL, quantize_act::q32<Vf, 0, false>, q32_compute<Q32FmtIq4nl>);
-const MatmulKernel kMatmulQ4_0Avx2 =
-    q32_kernel("q4_0/avx2", GgmlType::Q4_0, quantize_act::q32<Vf, 8, false>, q32_compute<Q32FmtQ4_0>);
-const MatmulKernel kMatmulQ5_0Avx2 =
-    q32_kernel("q5_0/avx2", GgmlType::Q5_0, quantize_act::q32<Vf, 16, false>, q32_compute<Q32FmtQ5_0>);
-const MatmulKernel kMatmulQ4_1Avx2 =
-    q32_kernel("q4_1/avx2", GgmlType::Q4_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ4_1>);
-const MatmulKernel kMatmulQ5_1Avx2 =
-    q32_kernel("q5_1/avx2", GgmlType::Q5_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ5_1>);
+const MatmulKernel kMatmulQ8_0Avx2 = q32::kernel<Q32Isa, Q32FmtQ8_0>("q8_0/avx2", q32_compute<Q32FmtQ8_0>);
+const MatmulKernel kMatmulIq4NlAvx2 = q32::kernel<Q32Isa, Q32FmtIq4nl>("iq4_nl/avx2", q32_compute<Q32FmtIq4nl>);
+const MatmulKernel kMatmulQ4_0Avx2 = q32::kernel<Q32Isa, Q32FmtQ4_0>("q4_0/avx2", q32_compute<Q32FmtQ4_0>);
+const MatmulKernel kMatmulQ5_0Avx2 = q32::kernel<Q32Isa, Q32FmtQ5_0>("q5_0/avx2", q32_compute<Q32FmtQ5_0>);
+const MatmulKernel kMatmulQ4_1Avx2 = q32::kernel<Q32Isa, Q32FmtQ4_1>("q4_1/avx2", q32_compute<Q32FmtQ4_1>);
+const MatmulKernel kMatmulQ5_1Avx2 = q32::kernel<Q32Isa, Q32FmtQ5_1>("q5_1/avx2", q32_compute<Q32FmtQ5_1>);
 
 }  // namespace lumen

@@ -1,8 +1,8 @@
 // AVX2 as the K-quant kernels written once (kernels/generic/kq_*.h) see it: Kq, the SIMD layer
-// Vf plus the integer steps and tile walk of K-quant blocks (avx512::Kq has the same names),
-// and the vectorized Q8_K activation conversion (bit-identical to from_float_q8_k, into
-// kquant::kAct* layout). Include only from AVX2 translation units: everything has internal
-// linkage so no AVX2 copy can be picked by the linker for baseline code.
+// Vf with kernels/generic/kq_traits.h's KqBase plus AVX2's integer steps (avx512::Kq has the
+// same names), and the vectorized Q8_K activation conversion (kernels/generic/quantize_q8k.h).
+// Include only from AVX2 translation units: everything has internal linkage so no AVX2 copy
+// can be picked by the linker for baseline code.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/avx2/simd_avx2.h"
+#include "kernels/generic/kq_traits.h"
 #include "kernels/kquant_pack.h"
 
 namespace lumen::kquant {
@@ -22,26 +23,16 @@ namespace avx2 {
 
 // One vector holds one 32-bit lane per row of an 8-row group. The integer dot product has no
 // VNNI here: vpmaddubsw gives int16 pair sums (the formats' small values keep them exact), which
-// scale_sums widens to int32 with the group scale (vpmaddwd).
+// scale_sums widens to int32 with the group scale (vpmaddwd). Tiles of 2 tokens, the most the 16
+// YMM registers hold.
 namespace {
-struct Kq : lumen::avx2::Vf {
-  static constexpr int kRows = 8;
-  static constexpr int kBytes = 32;  // one weight load: 4 bytes of each row
+struct Kq : KqBase<lumen::avx2::Vf, 8, 2> {
   static constexpr bool kI16Sums = true;  // dot_u8s8 sums are int16 (saturating pairs, wrapping adds)
 
   LUMEN_V_INLINE I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   LUMEN_V_INLINE I set1_u8(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
-  template <int kShift>
-  LUMEN_V_INLINE I srl16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm256_srli_epi16(v, kShift);
-  }
-  template <int kShift>
-  LUMEN_V_INLINE I sll16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm256_slli_epi16(v, kShift);
-  }
   LUMEN_V_INLINE I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  LUMEN_V_INLINE I or_(I a, I b) { return _mm256_or_si256(a, b); }
   // a | (b & m)
   LUMEN_V_INLINE I or_and(I a, I b, I m) { return _mm256_or_si256(a, _mm256_and_si256(b, m)); }
   // acc += u8 weights x s8 activations, 4 per lane: int16 pair sums.
@@ -73,81 +64,28 @@ struct Kq : lumen::avx2::Vf {
     const __m128i inter = _mm_unpacklo_epi8(_mm_cvtsi64_si128(lo), _mm_cvtsi64_si128(hi));
     return _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(inter, 4), _mm_set1_epi8(0x0f)));
   }
-  // Q4_K/Q5_K 6-bit scales and mins of an 8-row group block (meta bytes [b][q][r][jj], see
-  // kquant_pack.h): sc[s] = scale of sub-block s of each row in both 16-bit halves of its lane
-  // (vpmaddwd of pair sums then scales and adds them), mp[p] = (min 2p, min 2p+1) per lane.
-  LUMEN_V_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 32));
-    const __m256i b2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 64));
-    const __m256i m63 = _mm256_set1_epi8(63), m0f = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    const __m256i s_lo = _mm256_and_si256(b0, m63);
-    const __m256i m_lo = _mm256_and_si256(b1, m63);
-    const __m256i s_hi =
-        _mm256_or_si256(_mm256_and_si256(b2, m0f), _mm256_and_si256(_mm256_srli_epi16(b0, 2), m30));
-    const __m256i m_hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m0f),
-                                         _mm256_and_si256(_mm256_srli_epi16(b1, 2), m30));
+  // For K4::unpack_scales (kernels/generic/kq_nibbles.h): the u8 lanes of the lower / upper half
+  // of v widened to 16 bits, and per row the two 16-bit scales of its lane in pairs as
+  // scale_sums multiplies them: each in both 16-bit halves of the lane (vpmaddwd of pair sums
+  // then scales and adds them).
+  LUMEN_V_INLINE I widen_lo_u8(I v) { return _mm256_cvtepu8_epi16(_mm256_castsi256_si128(v)); }
+  LUMEN_V_INLINE I widen_hi_u8(I v) { return _mm256_cvtepu8_epi16(_mm256_extracti128_si256(v, 1)); }
+  LUMEN_V_INLINE void split_scales(I pairs, I& first, I& second) {
     const __m256i dup_lo = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4,
                                             5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
     const __m256i dup_hi = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3,
                                             6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
-    const __m256i pairs[4] = {_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_lo)),
-                              _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_lo, 1)),
-                              _mm256_cvtepu8_epi16(_mm256_castsi256_si128(s_hi)),
-                              _mm256_cvtepu8_epi16(_mm256_extracti128_si256(s_hi, 1))};
-    for (int p = 0; p < 4; p++) {
-      sc[2 * p] = _mm256_shuffle_epi8(pairs[p], dup_lo);
-      sc[2 * p + 1] = _mm256_shuffle_epi8(pairs[p], dup_hi);
-    }
-    mp[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_lo));
-    mp[1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_lo, 1));
-    mp[2] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m_hi));
-    mp[3] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m_hi, 1));
-  }
-  // 4 activation bytes (or two int16) at p, in every 32-bit lane; the float at p in every lane.
-  LUMEN_V_INLINE I bcast32(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  }
-  LUMEN_V_INLINE F bcast_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_ps(v);
+    first = _mm256_shuffle_epi8(pairs, dup_lo);
+    second = _mm256_shuffle_epi8(pairs, dup_hi);
   }
   // kRows fp16 values at p (any alignment) as floats.
   LUMEN_V_INLINE F load_f16_rows(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
-  LUMEN_V_INLINE F to_float(I v) { return _mm256_cvtepi32_ps(v); }
   // y[0..n_rows) = v (n_rows <= 8).
   LUMEN_V_INLINE void store_rows(float* y, F v, int n_rows) {
     if (n_rows >= 8) storeu(y, v);
     else store_m(y, mask(n_rows), v);
-  }
-  // Software prefetch of `bytes` at p, kPrefetchBlocks blocks ahead of the weights being read:
-  // the hardware prefetchers alone do not keep enough lines in flight for one core.
-  LUMEN_V_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-  }
-  static constexpr int kPrefetchBlocks = 1;
-  // Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (8 rows
-  // each) and the token tiles of [0, n_tokens): 2 tokens (the most the 16 YMM registers hold),
-  // then 1. Groups go in batches whose weights fit about 256 KiB (L2), and each batch runs all
-  // token tiles, so a token tile's activations stay in L1 while the batch's groups reuse them.
-  template <class Fn>
-  LUMEN_V_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
-    const int64_t g_end = (r1 + 7) / 8;
-    const int64_t batch =
-        group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
-    for (int64_t gb = r0 / 8; gb < g_end; gb += batch) {
-      const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
-      int64_t t = 0;
-      for (; t + 2 <= n_tokens; t += 2)
-        for (int64_t g = gb; g < ge; g++) tile.template operator()<2>(g, t);
-      if (t < n_tokens)
-        for (int64_t g = gb; g < ge; g++) tile.template operator()<1>(g, t);
-    }
   }
   static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
     convert_act_avx2(x, dst, n_in, corr_mul);

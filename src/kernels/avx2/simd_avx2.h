@@ -78,6 +78,10 @@ struct Vf {
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
   LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm256_maskstore_ps(p, m, v); }
+  // Bit j: lane j of a == b (ordered).
+  LUMEN_V_INLINE unsigned eq_mask(F a, F b) {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ)));
+  }
   LUMEN_V_INLINE F keep(M m, F v) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }  // others 0
   LUMEN_V_INLINE F abs(F v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
   LUMEN_V_INLINE F add(F a, F b) { return _mm256_add_ps(a, b); }
@@ -124,7 +128,11 @@ struct Vf {
   }
   // int32 lanes.
   LUMEN_V_INLINE I zero_i() { return _mm256_setzero_si256(); }
+  LUMEN_V_INLINE I set1_i(int32_t v) { return _mm256_set1_epi32(v); }
   LUMEN_V_INLINE I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
+  // 16-bit lanes shifted by n bits.
+  LUMEN_V_INLINE I srl_i16(I v, int n) { return _mm256_srli_epi16(v, n); }
+  LUMEN_V_INLINE I sll_i16(I v, int n) { return _mm256_slli_epi16(v, n); }
   LUMEN_V_INLINE int hsum_i(I v) { return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
   // Whole vectors (64-bit lanes) at p, 32-byte aligned: the roofline's read stream.
   LUMEN_V_INLINE I load_i(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
@@ -133,6 +141,8 @@ struct Vf {
     const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     return static_cast<uint64_t>(_mm_cvtsi128_si64(h)) + static_cast<uint64_t>(_mm_extract_epi64(h, 1));
   }
+  LUMEN_V_INLINE F to_float(I v) { return _mm256_cvtepi32_ps(v); }
+  LUMEN_V_INLINE I trunc_i(F v) { return _mm256_cvttps_epi32(v); }  // toward zero
   // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
   LUMEN_V_INLINE I to_i8_range(F v) {
     const I r = _mm256_cvtps_epi32(round_even(v));

@@ -1,4 +1,4 @@
-// Q4_K and Q5_K x Q8_K matmuls, AVX-512 VNNI. Up to kTileTokens tokens (decode):
+// Q4_K and Q5_K x Q8_K matmuls, AVX-512 VNNI. Up to Kq::kTileTokens tokens (decode):
 // kernels/generic/kq_nibbles.h over avx512::Kq, a tile of 16 rows x T (1..4) tokens, every
 // weight vector feeding T tokens (vpdpbusd into int32, scales by vpmulld). More tokens (prefill,
 // Q4_K), here alone because only AVX-512's 32 registers hold it: 2 row groups x 6 tokens, one
@@ -60,7 +60,7 @@ struct Q4KGemm {
   LUMEN_KQ_INLINE void block(const uint8_t* const q[G], const uint8_t* const m[G], const uint8_t* const a[T],
                              __m512i isum[G][T], float mterm[G][T][16]) {
     __m512i sc[G][8], mp[G][4];
-    for (int g = 0; g < G; g++) Kq::unpack_k4_scales(m[g], sc[g], mp[g]);
+    for (int g = 0; g < G; g++) Q4K::unpack_scales(m[g], sc[g], mp[g]);
     // The minimum terms (dmin * da) * msum need no dot products: computed first, off the
     // critical path at the block's end, and kept in memory.
     for (int g = 0; g < G; g++) {
@@ -81,7 +81,7 @@ struct Q4KGemm {
 // high-bit loads and shifts repeated per sub-block) measured no faster.
 void compute_q4k(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
                  int64_t ldy, int64_t r0, int64_t r1) {
-  if (n_tokens <= kTileTokens) return Q4K::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
+  if (n_tokens <= Kq::kTileTokens) return Q4K::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
   gemm<Q4KGemm>(w, act, stride, n_tokens, y, ldy, r0, r1, Q4K::group_bytes(w.n_in / kBlock));
 }
 

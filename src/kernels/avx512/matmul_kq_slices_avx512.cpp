@@ -1,5 +1,5 @@
 // The K-quant families over kernels/generic/kq_slices.h on AVX-512 VNNI: Q2_K, Q3_K and Q6_K x
-// Q8_K. Up to kTileTokens tokens (decode), kquant::SlicesKernel over avx512::Kq: 16-row groups,
+// Q8_K. Up to Kq::kTileTokens tokens (decode), kquant::SlicesKernel over avx512::Kq: 16-row groups,
 // vpdpbusd int32 sums times the group scale (Q2_K's minimums through vpdpwssd; Q3_K and Q6_K start
 // the sums at ActCorr::Int32, the activation correction that undoes their offset; Q3_K's high bit
 // joins the low two in one vpternlogd), a tile of 16 rows x T (1..4) tokens, every weight vector
@@ -88,7 +88,7 @@ struct Q6KGemm {
 
 void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
              int64_t ldy, int64_t r0, int64_t r1) {
-  if (n_tokens <= kTileTokens) return Q6KGemv::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
+  if (n_tokens <= Kq::kTileTokens) return Q6KGemv::compute(w, act, stride, n_tokens, y, ldy, r0, r1);
   gemm<Q6KGemm>(w, act, stride, n_tokens, y, ldy, r0, r1,
                 (static_cast<size_t>(w.n_in / kBlock) * (kMainQ6 + kMetaQ6) + 63) / 64 * 64);
 }

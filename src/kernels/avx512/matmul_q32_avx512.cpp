@@ -1,4 +1,5 @@
-// The 32-element block kernels on AVX-512 VNNI (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL).
+// The 32-element block kernels on AVX-512 VNNI (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL):
+// kernels/generic/q32_tile.h's tile over Q32Isa, and the drivers that pick its shapes.
 // Everything here has internal linkage and uses no library templates: an inline function
 // instantiated in an AVX-512 translation unit could be picked by the linker for baseline callers.
 //
@@ -16,31 +17,15 @@
 
 #include "kernels/avx512/matmul_avx512.h"
 #include "kernels/avx512/simd_avx512.h"
-#include "kernels/generic/quantize_act.h"
-#include "kernels/matmul.h"
-#include "kernels/quant_pack.h"
+#include "kernels/generic/q32_tile.h"
 
 namespace lumen {
 namespace {
 
 // ---- weight formats: how to get the two chunk vectors of pair p (elements 4p.. and 16+4p..) ----
 
-inline int32_t load_i32(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-inline uint64_t load_u64(const void* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-struct Q32FmtQ8_0 {
-  static constexpr GgmlType kType = GgmlType::Q8_0;
-  static constexpr int kQBytes = 512, kScaleBytes = 32;
-  static constexpr bool kBiased = true, kMin = false;
+struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
+  static constexpr int kActBias = 128;
   static constexpr int kGemvGroups = 4;
   static constexpr int kGemvPairTokens = 2;  // from this many tokens, GEMV tiles take 2 groups
   // Block pairs a tile of 2+ tokens prefetches ahead of its streams (Q32Prefetch::ahead);
@@ -52,11 +37,9 @@ struct Q32FmtQ8_0 {
   }
 };
 
-template <GgmlType T, bool kHasMin>
-struct Q32FmtNibbles {
-  static constexpr GgmlType kType = T;
-  static constexpr int kQBytes = 256, kScaleBytes = kHasMin ? 64 : 32;
-  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+template <GgmlType T>
+struct Q32FmtNibbles : q32::Layout<T> {
+  static constexpr int kActBias = q32::Layout<T>::kOffset;
   static constexpr int kGemvGroups = 1;
   // Measured with the streams prefetched: 2 groups from 3 tokens (Q4_0 TinyLlama, 5 tokens:
   // 17.1 -> 14.2 ms a pass); without the prefetch they had slowed the 2-4 token streams.
@@ -69,34 +52,30 @@ struct Q32FmtNibbles {
     v1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
   }
 };
-using Q32FmtQ4_0 = Q32FmtNibbles<GgmlType::Q4_0, false>;
-using Q32FmtQ4_1 = Q32FmtNibbles<GgmlType::Q4_1, true>;
+using Q32FmtQ4_0 = Q32FmtNibbles<GgmlType::Q4_0>;
+using Q32FmtQ4_1 = Q32FmtNibbles<GgmlType::Q4_1>;
 
-template <GgmlType T, bool kHasMin>
-struct Q32FmtQ5 {
-  static constexpr GgmlType kType = T;
-  static constexpr int kQBytes = 320, kScaleBytes = kHasMin ? 64 : 32;
-  static constexpr bool kBiased = !kHasMin, kMin = kHasMin;
+template <GgmlType T>
+struct Q32FmtQ5 : q32::Layout<T> {
+  static constexpr int kActBias = q32::Layout<T>::kOffset;
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
-    const __mmask64 h0 = _cvtu64_mask64(load_u64(q + 256 + 16 * p));
-    const __mmask64 h1 = _cvtu64_mask64(load_u64(q + 256 + 16 * p + 8));
+    const __mmask64 h0 = _cvtu64_mask64(q32::load<uint64_t>(q + 256 + 16 * p));
+    const __mmask64 h1 = _cvtu64_mask64(q32::load<uint64_t>(q + 256 + 16 * p + 8));
     v0 = _mm512_mask_add_epi8(_mm512_and_si512(raw, m4), h0, _mm512_and_si512(raw, m4), b4);
     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
     v1 = _mm512_mask_add_epi8(hi, h1, hi, b4);
   }
 };
-using Q32FmtQ5_0 = Q32FmtQ5<GgmlType::Q5_0, false>;
-using Q32FmtQ5_1 = Q32FmtQ5<GgmlType::Q5_1, true>;
+using Q32FmtQ5_0 = Q32FmtQ5<GgmlType::Q5_0>;
+using Q32FmtQ5_1 = Q32FmtQ5<GgmlType::Q5_1>;
 
-struct Q32FmtIq4nl {
-  static constexpr GgmlType kType = GgmlType::IQ4_NL;
-  static constexpr int kQBytes = 256, kScaleBytes = 32;
-  static constexpr bool kBiased = true, kMin = false;
+struct Q32FmtIq4nl : q32::Layout<GgmlType::IQ4_NL> {
+  static constexpr int kActBias = 128;
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
@@ -113,50 +92,26 @@ struct Q32FmtIq4nl {
   }
 };
 
-// ---- the register tile: G row groups (16 rows each) x T tokens over all blocks ----
+// ---- AVX-512 as q32_tile.h sees it ----
 
-// Software prefetch while a tile runs: `lines` cache lines per block from `next` on (into L2),
-// so weights the next tiles stream from DRAM are already on their way. Changes no arithmetic.
-struct Q32Prefetch {
-  const uint8_t* next = nullptr;
-  const uint8_t* end = nullptr;
-  int64_t lines = 0;
-  // Block pairs ahead in the tile's own group streams to prefetch into L1; 0: none. Several
-  // tokens make a tile compute as well as stream; the hardware prefetcher alone then lets the
-  // stream stall behind the dot products (measured: the pass of 5 tokens of TinyLlama Q8_0
-  // took the sum of its warm compute time and its 1-token stream time, not their maximum).
-  int64_t ahead = 0;
-};
+struct Q32Isa : avx512::Vf {
+  static constexpr Isa kIsa = Isa::Avx512;
+  static constexpr bool kQ8Biased = true;  // vpdpbusd wants u8 weights: Q8_0 stored q + 128
+  static constexpr bool kRowsOuter = false;
+  static constexpr bool kPrefetch = true;
+  using Prefetch = q32::Prefetch;
 
-template <class F, int G, int T>
-inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride,
-                     float* y, int64_t ldy, int64_t row0, int64_t row_end, Q32Prefetch pf = {}) {
-  constexpr int64_t kPair = 2 * (F::kQBytes + F::kScaleBytes);
-  __m512 facc[G][T];
-  const Q32ActBlock* a[T];
-  for (int t = 0; t < T; t++) a[t] = reinterpret_cast<const Q32ActBlock*>(act + t * act_stride);
-  for (int g = 0; g < G; g++)
-    for (int t = 0; t < T; t++) facc[g][t] = _mm512_setzero_ps();
-
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* pair = g0 + (b >> 1) * kPair;
-    const int64_t hb = b & 1;
-    for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
-    if (pf.ahead > 0 && hb == 0) {
-      const int64_t far = ((b >> 1) + pf.ahead) * kPair;
-      if (far + kPair <= static_cast<int64_t>(group_bytes))
-        for (int g = 0; g < G; g++)
-          for (int64_t off = 0; off < kPair; off += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(g0 + g * group_bytes + far + off), _MM_HINT_T0);
-    }
+  // The int32 dots of block b: groups g x tokens t, each started at the token's correction.
+  template <class F, int G, int T>
+  LUMEN_V_INLINE void dots(const uint8_t* pair, int64_t hb, size_t group_bytes, const Q32ActBlock* const a[T],
+                           int64_t b, __m512i iacc[G][T]) {
     // Few tiles in flight (decode): a second accumulator halves the dependency chain.
     constexpr bool kSplit = G * T <= 2;
-    __m512i iacc[G][T], iacc2[G][T];
+    __m512i iacc2[G][T];
     for (int g = 0; g < G; g++)
       for (int t = 0; t < T; t++) iacc2[g][t] = _mm512_setzero_si512();
     for (int t = 0; t < T; t++) {
-      const __m512i c = F::kBiased ? _mm512_set1_epi32(a[t][b].corr) : _mm512_setzero_si512();
+      const __m512i c = F::kActBias != 0 ? _mm512_set1_epi32(a[t][b].corr) : _mm512_setzero_si512();
       for (int g = 0; g < G; g++) iacc[g][t] = c;
     }
     const uint8_t* qb = pair + 2 * F::kScaleBytes + hb * F::kQBytes;
@@ -164,8 +119,8 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
       __m512i v0[G], v1[G];
       for (int g = 0; g < G; g++) F::unpack(qb + g * group_bytes, p, v0[g], v1[g]);
       for (int t = 0; t < T; t++) {
-        const __m512i a0 = _mm512_set1_epi32(load_i32(a[t][b].qs + 4 * p));
-        const __m512i a1 = _mm512_set1_epi32(load_i32(a[t][b].qs + 16 + 4 * p));
+        const __m512i a0 = _mm512_set1_epi32(q32::load<int32_t>(a[t][b].qs + 4 * p));
+        const __m512i a1 = _mm512_set1_epi32(q32::load<int32_t>(a[t][b].qs + 16 + 4 * p));
         for (int g = 0; g < G; g++) {
           iacc[g][t] = _mm512_dpbusd_epi32(iacc[g][t], v0[g], a0);
           if constexpr (kSplit) iacc2[g][t] = _mm512_dpbusd_epi32(iacc2[g][t], v1[g], a1);
@@ -176,43 +131,34 @@ inline void q32_tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const ui
     if constexpr (kSplit)
       for (int g = 0; g < G; g++)
         for (int t = 0; t < T; t++) iacc[g][t] = _mm512_add_epi32(iacc[g][t], iacc2[g][t]);
-    __m512 dw[G], mw[G];
+  }
+  // The tile's rows of [row0, row_end) to y.
+  template <int G, int T>
+  LUMEN_V_INLINE void store(const __m512 (*facc)[T], float* y, int64_t ldy, int64_t row0, int64_t row_end) {
     for (int g = 0; g < G; g++) {
-      const uint8_t* s = pair + g * group_bytes + hb * 32;
-      dw[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s)));
-      if constexpr (F::kMin) mw[g] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s + 64)));
-    }
-    for (int t = 0; t < T; t++) {
-      const __m512 da = _mm512_set1_ps(a[t][b].d);
-      for (int g = 0; g < G; g++) {
-        facc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[g][t]), _mm512_mul_ps(dw[g], da), facc[g][t]);
-        if constexpr (F::kMin) facc[g][t] = _mm512_fmadd_ps(mw[g], _mm512_set1_ps(a[t][b].s), facc[g][t]);
-      }
+      const int64_t r = row0 + g * kQ32GroupRows;
+      const int64_t n = row_end - r;
+      if (n <= 0) break;
+      const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+      for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + t * ldy + r, m, facc[g][t]);
     }
   }
-  for (int g = 0; g < G; g++) {
-    const int64_t r = row0 + g * kQ32GroupRows;
-    const int64_t n = row_end - r;
-    if (n <= 0) break;
-    const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-    for (int t = 0; t < T; t++) _mm512_mask_storeu_ps(y + t * ldy + r, m, facc[g][t]);
-  }
-}
+};
+using Q32Prefetch = q32::Prefetch;
 
 template <class F, int G>
 inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act,
                        size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end, Q32Prefetch pf = {}) {
   switch (n_tok) {
-    case 1: q32_tile<F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
-    case 2: q32_tile<F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
-    case 3: q32_tile<F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
-    case 4: q32_tile<F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
-    case 5: q32_tile<F, G, 5>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
-    default: q32_tile<F, G, 6>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 1: q32::tile<Q32Isa, F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 2: q32::tile<Q32Isa, F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 3: q32::tile<Q32Isa, F, G, 3>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 4: q32::tile<Q32Isa, F, G, 4>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    case 5: q32::tile<Q32Isa, F, G, 5>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
+    default: q32::tile<Q32Isa, F, G, 6>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
   }
 }
 
-inline int64_t q32_min(int64_t a, int64_t b) { return a < b ? a : b; }
 inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a < b ? a : b; }
 
 // The MatmulKernel::compute of format F.
@@ -228,7 +174,7 @@ inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>
 void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
-                        int64_t ldy, int64_t r0, int64_t r1) {
+                 int64_t ldy, int64_t r0, int64_t r1) {
   constexpr int kTile = 6;
   const int64_t nb = w.n_in / kQ32Block;
   const size_t group_bytes = static_cast<size_t>((nb + 1) / 2) * 2 * (F::kQBytes + F::kScaleBytes);
@@ -244,14 +190,14 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
     for (int64_t g = g_begin; g < g_end;) {
       const uint8_t* gp = base + g * group_bytes;
       if (n_tokens == 1 && F::kGemvGroups == 4 && g + 4 <= g_end) {
-        q32_tile<F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+        q32::tile<Q32Isa, F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
         g += 4;
         continue;
       }
       // Several tokens are compute, not only a stream: two groups share each broadcast.
       const int n_groups = tile >= F::kGemvPairTokens && g + 2 <= g_end ? 2 : 1;
       for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
-        const int64_t nt = q32_min(tile, n_tokens - t0);
+        const int64_t nt = q32::min64(tile, n_tokens - t0);
         const Q32Prefetch pf = t0 == 0 ? stream_pf : Q32Prefetch{};
         if (n_groups == 2)
           q32_tile_n<F, 2>(nt, gp, group_bytes, nb, act + t0 * act_stride, act_stride, y + t0 * ldy, ldy,
@@ -271,15 +217,15 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
   // blocks, so the next first pass streams from L2 too (only within this call's rows).
   const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
   for (int64_t gb = g_begin; gb < g_end; gb += block_groups) {
-    const int64_t ge = q32_min(g_end, gb + block_groups);
+    const int64_t ge = q32::min64(g_end, gb + block_groups);
     Q32Prefetch pf;
     pf.next = base + ge * group_bytes;
-    pf.end = base + q32_min(g_end, ge + block_groups) * group_bytes;
+    pf.end = base + q32::min64(g_end, ge + block_groups) * group_bytes;
     const int64_t steps = (n_tiles - 1) * ((ge - gb + 1) / 2) * nb;
     const int64_t lines = static_cast<int64_t>(pf.end - pf.next) / 64;
     pf.lines = steps > 0 ? (lines + steps - 1) / steps : 0;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTile) {
-      const int64_t nt = q32_min(kTile, n_tokens - t0);
+      const int64_t nt = q32::min64(kTile, n_tokens - t0);
       const uint8_t* at = act + t0 * act_stride;
       float* yt = y + t0 * ldy;
       for (int64_t g = gb; g < ge; g += 2) {
@@ -295,13 +241,6 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
   }
 }
 
-void pack_q32(const WeightMatrix& w, PackedWeights& out) { q32_pack(w, out, /*q8_biased=*/true); }
-
-constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(MatmulKernel::convert_act) convert,
-                                  decltype(MatmulKernel::compute) compute) {
-  return {name, type, Isa::Avx512, kQ32GroupRows, pack_q32, q32_act_row_bytes, convert, compute};
-}
-
 }  // namespace
 
 // vpdpbusd multiplies unsigned weights with signed activations, so every format is made
@@ -310,18 +249,17 @@ constexpr MatmulKernel q32_kernel(const char* name, GgmlType type, decltype(Matm
 // (offset 8) as they are; Q5_0's fifth bits (64-bit masks per chunk vector) set bit 4 with one
 // masked byte add (offset 16). Q4_1 / Q5_1 (x = d*q + m) against Q8_1 need no offset: a block is
 // d_w*d_a*dot(q, a) + m_w*s_a (s_a = d_a*sum(a)).
-using avx512::Vf;
 const MatmulKernel kMatmulQ8_0Avx512 =
-    q32_kernel("q8_0/avx512-vnni", GgmlType::Q8_0, quantize_act::q32<Vf, 128, false>, q32_compute<Q32FmtQ8_0>);
+    q32::kernel<Q32Isa, Q32FmtQ8_0>("q8_0/avx512-vnni", q32_compute<Q32FmtQ8_0>);
 const MatmulKernel kMatmulIq4NlAvx512 =
-    q32_kernel("iq4_nl/avx512-vnni", GgmlType::IQ4_NL, quantize_act::q32<Vf, 128, false>, q32_compute<Q32FmtIq4nl>);
+    q32::kernel<Q32Isa, Q32FmtIq4nl>("iq4_nl/avx512-vnni", q32_compute<Q32FmtIq4nl>);
 const MatmulKernel kMatmulQ4_0Avx512 =
-    q32_kernel("q4_0/avx512-vnni", GgmlType::Q4_0, quantize_act::q32<Vf, 8, false>, q32_compute<Q32FmtQ4_0>);
+    q32::kernel<Q32Isa, Q32FmtQ4_0>("q4_0/avx512-vnni", q32_compute<Q32FmtQ4_0>);
 const MatmulKernel kMatmulQ5_0Avx512 =
-    q32_kernel("q5_0/avx512-vnni", GgmlType::Q5_0, quantize_act::q32<Vf, 16, false>, q32_compute<Q32FmtQ5_0>);
+    q32::kernel<Q32Isa, Q32FmtQ5_0>("q5_0/avx512-vnni", q32_compute<Q32FmtQ5_0>);
 const MatmulKernel kMatmulQ4_1Avx512 =
-    q32_kernel("q4_1/avx512-vnni", GgmlType::Q4_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ4_1>);
+    q32::kernel<Q32Isa, Q32FmtQ4_1>("q4_1/avx512-vnni", q32_compute<Q32FmtQ4_1>);
 const MatmulKernel kMatmulQ5_1Avx512 =
-    q32_kernel("q5_1/avx512-vnni", GgmlType::Q5_1, quantize_act::q32<Vf, 0, true>, q32_compute<Q32FmtQ5_1>);
+    q32::kernel<Q32Isa, Q32FmtQ5_1>("q5_1/avx512-vnni", q32_compute<Q32FmtQ5_1>);
 
 }  // namespace lumen

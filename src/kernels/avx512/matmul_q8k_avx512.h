@@ -1,9 +1,9 @@
 // AVX-512 VNNI as the K-quant kernels written once (kernels/generic/kq_*.h) see it: Kq, the SIMD
-// layer Vf plus the integer steps and tile walk of K-quant blocks (avx2::Kq has the same names),
-// the vectorized Q8_K activation conversion (bit-identical to from_float_q8_k, into
-// kquant::kAct* layout), and the helpers of the AVX-512-only GEMM tiles (Q4_K, Q6_K). Include
-// only from AVX-512 translation units: everything has internal linkage so no AVX-512 copy can
-// be picked by the linker for baseline code.
+// layer Vf with kernels/generic/kq_traits.h's KqBase plus AVX-512's integer steps (avx2::Kq has
+// the same names), the vectorized Q8_K activation conversion (kernels/generic/quantize_q8k.h),
+// and the helpers of the AVX-512-only GEMM tiles (Q4_K, Q6_K). Include only from AVX-512
+// translation units: everything has internal linkage so no AVX-512 copy can be picked by the
+// linker for baseline code.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/avx512/simd_avx512.h"
+#include "kernels/generic/kq_traits.h"
 #include "kernels/kquant_pack.h"
 #include "kernels/matmul.h"
 
@@ -40,51 +41,7 @@ LUMEN_KQ_INLINE void pin(__m512i (*v)[T]) {
     for (int t = 0; t < T; t++) asm("" : "+v"(v[g][t]));
 }
 
-// Token tile of the GEMM path: each loaded weight vector feeds this many tokens. With 2
-// accumulators per token plus the per-block sums, 4 tokens fit the 32 ZMM registers; 6 and 8
-// spill and measured 15% slower.
-inline constexpr int kTileTokens = 4;
-
-// Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) (16 rows each)
-// and the token tiles of [0, n_tokens): kTileTokens tokens, then the remainder as 4 + 3/2/1
-// (only those widths are instantiated). Groups go in batches whose weights fit about 256 KiB
-// (L2), and each batch runs all token tiles, so a token tile's activations stay in L1 while
-// the batch's groups reuse them.
-template <class F>
-LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, F&& tile) {
-  const int64_t g_end = (r1 + 15) / 16;
-  const int64_t batch =
-      group_bytes >= (size_t{256} << 10) ? 1 : static_cast<int64_t>((size_t{256} << 10) / group_bytes);
-  for (int64_t gb = r0 / 16; gb < g_end; gb += batch) {
-    const int64_t ge = gb + batch < g_end ? gb + batch : g_end;
-    int64_t t = 0;
-    for (; t + kTileTokens <= n_tokens; t += kTileTokens)
-      for (int64_t g = gb; g < ge; g++) tile.template operator()<kTileTokens>(g, t);
-    if constexpr (kTileTokens > 4) {
-      if (t + 4 <= n_tokens) {
-        for (int64_t g = gb; g < ge; g++) tile.template operator()<4>(g, t);
-        t += 4;
-      }
-    }
-    for (int64_t g = gb; g < ge; g++) {
-      switch (n_tokens - t) {
-        case 3:
-          tile.template operator()<3>(g, t);
-          break;
-        case 2:
-          tile.template operator()<2>(g, t);
-          break;
-        case 1:
-          tile.template operator()<1>(g, t);
-          break;
-        default:
-          break;
-      }
-    }
-  }
-}
-
-// GEMM tile of the many-token path (n_tokens > kTileTokens): kGemmGroups row groups x
+// GEMM tile of the many-token path (n_tokens > Kq::kTileTokens): kGemmGroups row groups x
 // kGemmTokens tokens. The kernels run it one scale sub-block at a time, so only the sub-block's
 // int32 sums (G*T) and the block's scaled sums (G*T) live in registers; scales and the float
 // accumulators stay in memory, read once per sub-block / block. 2 x 6 = 24 accumulators: every
@@ -126,24 +83,15 @@ LUMEN_KQ_INLINE void for_gemm_tiles(int64_t r0, int64_t r1, int64_t n_tokens, si
 // One vector holds one 32-bit lane per row of a 16-row group; the integer dot products are
 // VNNI's (vpdpbusd, vpdpwssd) into int32, so scale_sums is an exact int32 multiply.
 namespace {
-struct Kq : lumen::avx512::Vf {
-  static constexpr int kRows = 16;
-  static constexpr int kBytes = 64;  // one weight load: 4 bytes of each row
+// The token tile of the GEMV path is 4: with 2 accumulators per token plus the per-block sums,
+// 4 tokens fit the 32 ZMM registers; 6 and 8 spill and measured 15% slower.
+struct Kq : KqBase<lumen::avx512::Vf, 16, 4> {
   static constexpr bool kI16Sums = false;  // dot_u8s8 sums are int32
 
   LUMEN_KQ_INLINE I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   LUMEN_KQ_INLINE I set1_u8(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
-  template <int kShift>
-  LUMEN_KQ_INLINE I srl16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm512_srli_epi16(v, kShift);
-  }
-  template <int kShift>
-  LUMEN_KQ_INLINE I sll16(I v) {
-    if constexpr (kShift == 0) return v;
-    else return _mm512_slli_epi16(v, kShift);
-  }
   LUMEN_KQ_INLINE I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  LUMEN_KQ_INLINE I or_(I a, I b) { return _mm512_or_si512(a, b); }
   // a | (b & m) in one vpternlogd.
   LUMEN_KQ_INLINE I or_and(I a, I b, I m) { return _mm512_ternarylogic_epi32(a, b, m, 0xF8); }
   // acc += u8 weights x s8 activations, 4 per lane, summed to int32.
@@ -168,62 +116,20 @@ struct Kq : lumen::avx512::Vf {
     const __m256i inter = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
     return _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(inter, 4), _mm256_set1_epi8(0x0f)));
   }
-  // Q4_K/Q5_K 6-bit scales and mins of a 16-row group block (meta bytes [b][q][r][jj], see
-  // kquant_pack.h): sc[s] = scale of sub-block s per row (32-bit lanes), mp[p] = (min 2p,
-  // min 2p+1) as two 16-bit halves of each row's lane, ready for vpdpwssd with bsums32 pairs.
-  LUMEN_KQ_INLINE void unpack_k4_scales(const uint8_t* m, I sc[8], I mp[4]) {
-    const __m512i b0 = _mm512_loadu_si512(m);
-    const __m512i b1 = _mm512_loadu_si512(m + 64);
-    const __m512i b2 = _mm512_loadu_si512(m + 128);
-    const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    const __m512i s_lo = _mm512_and_si512(b0, m63);
-    const __m512i m_lo = _mm512_and_si512(b1, m63);
-    const __m512i s_hi =
-        _mm512_or_si512(_mm512_and_si512(b2, m0f), _mm512_and_si512(_mm512_srli_epi16(b0, 2), m30));
-    const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b2, 4), m0f),
-                                         _mm512_and_si512(_mm512_srli_epi16(b1, 2), m30));
-    const __m512i lo16 = _mm512_set1_epi32(0xffff);
-    const __m512i pairs[4] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_lo)),
-                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_lo, 1)),
-                              _mm512_cvtepu8_epi16(_mm512_castsi512_si256(s_hi)),
-                              _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(s_hi, 1))};
-    for (int p = 0; p < 4; p++) {
-      sc[2 * p] = _mm512_and_si512(pairs[p], lo16);
-      sc[2 * p + 1] = _mm512_srli_epi32(pairs[p], 16);
-    }
-    mp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_lo));
-    mp[1] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_lo, 1));
-    mp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(m_hi));
-    mp[3] = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(m_hi, 1));
-  }
-  // 4 activation bytes (or two int16) at p, in every 32-bit lane; the float at p in every lane.
-  LUMEN_KQ_INLINE I bcast32(const uint8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-  }
-  LUMEN_KQ_INLINE F bcast_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_ps(v);
+  // For K4::unpack_scales (kernels/generic/kq_nibbles.h): the u8 lanes of the lower / upper half
+  // of v widened to 16 bits, and per row the two 16-bit scales of its lane in pairs as int32
+  // lanes for scale_sums.
+  LUMEN_KQ_INLINE I widen_lo_u8(I v) { return _mm512_cvtepu8_epi16(_mm512_castsi512_si256(v)); }
+  LUMEN_KQ_INLINE I widen_hi_u8(I v) { return _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(v, 1)); }
+  LUMEN_KQ_INLINE void split_scales(I pairs, I& first, I& second) {
+    first = _mm512_and_si512(pairs, _mm512_set1_epi32(0xffff));
+    second = _mm512_srli_epi32(pairs, 16);
   }
   // kRows fp16 values at p (any alignment) as floats.
   LUMEN_KQ_INLINE F load_f16_rows(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  LUMEN_KQ_INLINE F to_float(I v) { return _mm512_cvtepi32_ps(v); }
   LUMEN_KQ_INLINE void store_rows(float* y, F v, int n_rows) { store_m(y, mask(n_rows), v); }
-  // Software prefetch of `bytes` (a multiple of 64) at p, kPrefetchBlocks blocks ahead (1 to 8
-  // measured about the same; 0 is slower): the GEMV streams weights from DRAM and the hardware
-  // prefetchers alone do not keep enough lines in flight for one core.
-  LUMEN_KQ_INLINE void prefetch(const uint8_t* p, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-  }
-  static constexpr int kPrefetchBlocks = 1;
-  template <class Fn>
-  LUMEN_KQ_INLINE void for_tiles(int64_t r0, int64_t r1, int64_t n_tokens, size_t group_bytes, Fn&& tile) {
-    avx512::for_tiles(r0, r1, n_tokens, group_bytes, tile);
-  }
   static void convert_act(const float* x, uint8_t* dst, int64_t n_in, int corr_mul) {
     convert_act_avx512(x, dst, n_in, corr_mul);
   }

@@ -72,6 +72,8 @@ struct Vf {
   LUMEN_V_INLINE F load_m(M m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
   LUMEN_V_INLINE F load_m_or(M m, const float* p, F fill) { return _mm512_mask_loadu_ps(fill, m, p); }  // off m: fill
   LUMEN_V_INLINE void store_m(float* p, M m, F v) { _mm512_mask_storeu_ps(p, m, v); }
+  // Bit j: lane j of a == b (ordered).
+  LUMEN_V_INLINE unsigned eq_mask(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
   LUMEN_V_INLINE F keep(M m, F v) { return _mm512_maskz_mov_ps(m, v); }  // others 0
   LUMEN_V_INLINE F abs(F v) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), v); }
   LUMEN_V_INLINE F add(F a, F b) { return _mm512_add_ps(a, b); }
@@ -108,7 +110,11 @@ struct Vf {
   }
   // int32 lanes.
   LUMEN_V_INLINE I zero_i() { return _mm512_setzero_si512(); }
+  LUMEN_V_INLINE I set1_i(int32_t v) { return _mm512_set1_epi32(v); }
   LUMEN_V_INLINE I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  // 16-bit lanes shifted by n bits.
+  LUMEN_V_INLINE I srl_i16(I v, int n) { return _mm512_srli_epi16(v, n); }
+  LUMEN_V_INLINE I sll_i16(I v, int n) { return _mm512_slli_epi16(v, n); }
   LUMEN_V_INLINE int hsum_i(I v) {
     const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
     return simd128::hsum(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
@@ -121,6 +127,8 @@ struct Vf {
     const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     return static_cast<uint64_t>(_mm_cvtsi128_si64(h)) + static_cast<uint64_t>(_mm_extract_epi64(h, 1));
   }
+  LUMEN_V_INLINE F to_float(I v) { return _mm512_cvtepi32_ps(v); }
+  LUMEN_V_INLINE I trunc_i(F v) { return _mm512_cvttps_epi32(v); }  // toward zero
   // v rounded ties-to-even to int32 and clamped to int8's range (NaN: -128).
   LUMEN_V_INLINE I to_i8_range(F v) {
     const I r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -78,7 +78,25 @@ struct K4 {
     }
   }
 
-  // (dmin * da) * msum of one block, token with activation block a; mp from V::unpack_k4_scales.
+  // The 6-bit scales and mins of a group's block (meta bytes [b][q][r][jj], see kquant_pack.h):
+  // sc[s] = scale of sub-block s of each row in the form V::scale_sums multiplies, mp[p] =
+  // (min 2p, min 2p+1) as the two 16-bit halves of each row's lane, for V::dot_i16 with bsums32.
+  LUMEN_KQN_INLINE void unpack_scales(const uint8_t* m, I sc[8], I mp[4]) {
+    const I b0 = V::load(m), b1 = V::load(m + V::kBytes), b2 = V::load(m + 2 * V::kBytes);
+    const I m63 = V::set1_u8(63), m0f = V::set1_u8(0x0f), m30 = V::set1_u8(0x30);
+    const I s_lo = V::and_(b0, m63);
+    const I m_lo = V::and_(b1, m63);
+    const I s_hi = V::or_(V::and_(b2, m0f), V::and_(V::template srl16<2>(b0), m30));
+    const I m_hi = V::or_(V::and_(V::template srl16<4>(b2), m0f), V::and_(V::template srl16<2>(b1), m30));
+    const I pairs[4] = {V::widen_lo_u8(s_lo), V::widen_hi_u8(s_lo), V::widen_lo_u8(s_hi), V::widen_hi_u8(s_hi)};
+    for (int p = 0; p < 4; p++) V::split_scales(pairs[p], sc[2 * p], sc[2 * p + 1]);
+    mp[0] = V::widen_lo_u8(m_lo);
+    mp[1] = V::widen_hi_u8(m_lo);
+    mp[2] = V::widen_lo_u8(m_hi);
+    mp[3] = V::widen_hi_u8(m_hi);
+  }
+
+  // (dmin * da) * msum of one block, token with activation block a; mp from unpack_scales.
   LUMEN_KQN_INLINE F min_term(const I mp[4], F dmin, F da, const uint8_t* a) {
     I msum = V::zero_i();
     for (int p = 0; p < 4; p++) msum = V::dot_i16(msum, mp[p], V::bcast32(a + kActBsums32 + 4 * p));
@@ -98,7 +116,7 @@ struct K4 {
       const uint8_t* a[T];
       for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
       I sc[8], mp[4];
-      V::unpack_k4_scales(m, sc, mp);
+      unpack_scales(m, sc, mp);
       I isum[T];
       for (int t = 0; t < T; t++) isum[t] = V::zero_i();
       chunk<T, 0>(q, a, sc, isum);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/huge_pages.h"
@@ -10,12 +12,49 @@
 
 namespace lumen {
 
+namespace {
+
+// A mapping of huge pages that small packed buffers are carved from, front to back (never
+// reused, so every carved buffer is zero); unmapped when its last buffer goes.
+struct Slab {
+  uint8_t* base = nullptr;
+  size_t size = 0, used = 0;
+  Slab(uint8_t* b, size_t n) : base(b), size(n) {}
+  Slab(const Slab&) = delete;
+  Slab& operator=(const Slab&) = delete;
+  ~Slab() { unmap_huge(base, size); }
+};
+constexpr size_t kSlabBytes = size_t{32} << 20;
+std::mutex slab_mutex;
+std::shared_ptr<Slab> slab_current;  // the slab being carved (guarded by slab_mutex)
+
+}  // namespace
+
 void PackedWeights::Free::operator()(uint8_t* p) const {
+  if (mapped == kInSlab) return;  // the slab's last owner unmaps it
   if (mapped > 0) unmap_huge(p, mapped);
   else std::free(p);
 }
 
 uint8_t* PackedWeights::allocate(size_t n_bytes) {
+#if !defined(__SANITIZE_ADDRESS__)
+  if (n_bytes < (size_t{2} << 20)) {
+    const size_t need = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
+    std::lock_guard lock(slab_mutex);
+    if (!slab_current || slab_current->used + need > slab_current->size) {
+      auto* p = static_cast<uint8_t*>(map_huge(kSlabBytes, /*reserve=*/true));
+      if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
+      slab_current = std::make_shared<Slab>(p, kSlabBytes);
+    }
+    uint8_t* p = slab_current->base + slab_current->used;
+    slab_current->used += need;
+    owned = std::unique_ptr<uint8_t, Free>(p, Free{kInSlab});
+    slab = slab_current;
+    data = p;
+    bytes = n_bytes;
+    return p;
+  }
+#endif
   if (n_bytes >= (size_t{2} << 20)) {  // whole huge pages (core/huge_pages.h); anonymous pages are zero
     auto* p = static_cast<uint8_t*>(map_huge(n_bytes, /*reserve=*/true));
     if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);

@@ -24,14 +24,20 @@ struct PackedWeights {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   struct Free {
-    size_t mapped;  // bytes asked of map_huge; 0 (value-initialized): from aligned_alloc
+    // Bytes asked of map_huge; 0 (value-initialized): from aligned_alloc; kInSlab: carved from
+    // `slab`, freed with it.
+    size_t mapped;
     void operator()(uint8_t* p) const;
   };
+  static constexpr size_t kInSlab = ~size_t{0};
   std::unique_ptr<uint8_t, Free> owned;
-  // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it. Large buffers are
-  // 2 MiB-aligned anonymous mappings advised as huge pages: decode streams every weight byte
-  // per token (one TLB entry per 2 MiB instead of per 4 KiB), and loading faults in 512x fewer
-  // pages with no memset (anonymous pages are already zero).
+  std::shared_ptr<const void> slab;  // the shared huge-page slab a small buffer was carved from
+  // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it, in huge pages:
+  // decode streams every weight byte per token (one TLB entry per 2 MiB instead of per 4 KiB),
+  // and loading faults in 512x fewer pages with no memset (anonymous pages are already zero).
+  // Large buffers are their own 2 MiB-aligned mappings; smaller ones (a mixture's experts, a
+  // small model's matrices) are carved one after another from shared 32 MiB slabs. Under
+  // AddressSanitizer small buffers come from the heap instead, where overreads are caught.
   uint8_t* allocate(size_t n_bytes);
 };
 

@@ -30,44 +30,33 @@ std::shared_ptr<Slab> slab_current;  // the slab being carved (guarded by slab_m
 
 }  // namespace
 
-void PackedWeights::Free::operator()(uint8_t* p) const {
-  if (mapped == kInSlab) return;  // the slab's last owner unmaps it
-  if (mapped > 0) unmap_huge(p, mapped);
-  else std::free(p);
-}
-
 uint8_t* PackedWeights::allocate(size_t n_bytes) {
+  uint8_t* p = nullptr;
 #if !defined(__SANITIZE_ADDRESS__)
   if (n_bytes < (size_t{2} << 20)) {
     const size_t need = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
     std::lock_guard lock(slab_mutex);
     if (!slab_current || slab_current->used + need > slab_current->size) {
-      auto* p = static_cast<uint8_t*>(map_huge(kSlabBytes, /*reserve=*/true));
-      if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
-      slab_current = std::make_shared<Slab>(p, kSlabBytes);
+      auto* base = static_cast<uint8_t*>(map_huge(kSlabBytes, /*reserve=*/true));
+      if (!base) fail("out of memory repacking {} bytes of weights", n_bytes);
+      slab_current = std::make_shared<Slab>(base, kSlabBytes);
     }
-    uint8_t* p = slab_current->base + slab_current->used;
+    p = slab_current->base + slab_current->used;
     slab_current->used += need;
-    owned = std::unique_ptr<uint8_t, Free>(p, Free{kInSlab});
-    slab = slab_current;
-    data = p;
-    bytes = n_bytes;
-    return p;
+    owner = std::shared_ptr<const void>(slab_current, p);  // shares the slab's ownership
   }
 #endif
-  if (n_bytes >= (size_t{2} << 20)) {  // whole huge pages (core/huge_pages.h); anonymous pages are zero
-    auto* p = static_cast<uint8_t*>(map_huge(n_bytes, /*reserve=*/true));
+  if (!p && n_bytes >= (size_t{2} << 20)) {  // whole huge pages (core/huge_pages.h); anonymous pages are zero
+    p = static_cast<uint8_t*>(map_huge(n_bytes, /*reserve=*/true));
     if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
-    owned = std::unique_ptr<uint8_t, Free>(p, Free{n_bytes});
-    data = p;
-    bytes = n_bytes;
-    return p;
+    owner = std::shared_ptr<const void>(p, [n_bytes](const void* q) { unmap_huge(const_cast<void*>(q), n_bytes); });
+  } else if (!p) {
+    const size_t rounded = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
+    p = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+    if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
+    std::memset(p, 0, rounded);
+    owner = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
   }
-  const size_t rounded = (n_bytes + 63) / 64 * 64;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, rounded == 0 ? 64 : rounded));
-  if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  owned = std::unique_ptr<uint8_t, Free>(p, Free{0});
   data = p;
   bytes = n_bytes;
   return p;
@@ -87,10 +76,19 @@ void prepare_weights(WeightMatrix& w, const MatmulKernel& kernel) {
   w.packed = std::move(packed);
 }
 
-size_t matmul_scratch_size(const WeightMatrix& w, int64_t n_tokens) {
+namespace {
+
+// w's kernel, or the active ISA's for an unprepared matrix.
+const MatmulKernel& kernel_of(const WeightMatrix& w) {
   const MatmulKernel* k = w.kernel ? w.kernel : find_matmul_kernel(w.type, active_isa());
   LUMEN_ASSERT(k != nullptr);
-  return (k->act_row_bytes(w.n_in) + 63) / 64 * 64 * static_cast<size_t>(n_tokens) + 64;
+  return *k;
+}
+
+}  // namespace
+
+size_t matmul_scratch_size(const WeightMatrix& w, int64_t n_tokens) {
+  return (kernel_of(w).act_row_bytes(w.n_in) + 63) / 64 * 64 * static_cast<size_t>(n_tokens) + 64;
 }
 
 namespace {
@@ -111,15 +109,15 @@ struct Conversion {
   int64_t first_row = 0;  // of this conversion in the call's flat list of rows to convert
 };
 
-bool same_conversion(const Conversion& c, const MatmulProblem& p, const MatmulKernel& k, size_t stride) {
-  return c.convert == k.convert_act && c.stride == stride && c.x == p.x && c.ldx == p.ldx && c.n_tokens == p.n_tokens &&
-         c.n_in == p.w->n_in;
-}
-
-const MatmulKernel& kernel_of(const WeightMatrix& w) {
-  const MatmulKernel* k = w.kernel ? w.kernel : find_matmul_kernel(w.type, active_isa());
-  LUMEN_ASSERT(k != nullptr);
-  return *k;
+// The index of p's input in k's format among conv[0, n_conv), appended (its act and first_row
+// left for the caller) when it is not there yet.
+int conversion_of(Conversion* conv, int& n_conv, const MatmulProblem& p, const MatmulKernel& k, size_t stride) {
+  for (int c = 0; c < n_conv; c++)
+    if (conv[c].convert == k.convert_act && conv[c].stride == stride && conv[c].x == p.x && conv[c].ldx == p.ldx &&
+        conv[c].n_tokens == p.n_tokens && conv[c].n_in == p.w->n_in)
+      return c;
+  conv[n_conv] = {k.convert_act, p.x, p.ldx, p.n_tokens, p.w->n_in, stride, nullptr, 0};
+  return n_conv++;
 }
 
 }  // namespace
@@ -132,11 +130,9 @@ size_t matmul_grouped_scratch_size(const MatmulProblem* ps, int n) {
   for (int i = 0; i < n; i++) {
     const MatmulKernel& k = kernel_of(*ps[i].w);
     const size_t stride = act_stride(k, ps[i].w->n_in);
-    int c = 0;
-    while (c < n_conv && !same_conversion(conv[c], ps[i], k, stride)) c++;
-    if (c < n_conv) continue;
-    conv[n_conv++] = {k.convert_act, ps[i].x, ps[i].ldx, ps[i].n_tokens, ps[i].w->n_in, stride, nullptr, 0};
-    total += stride * static_cast<size_t>(ps[i].n_tokens) + 64;
+    const int before = n_conv;
+    if (conversion_of(conv, n_conv, ps[i], k, stride) == before)
+      total += stride * static_cast<size_t>(ps[i].n_tokens) + 64;
   }
   return total;
 }
@@ -167,10 +163,11 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
     Part& p = parts[i];
     p.k = &k;
     p.stride = act_stride(k, pr.w->n_in);
-    int c = 0;
-    while (c < n_conv && !same_conversion(conv[c], pr, k, p.stride)) c++;
-    if (c == n_conv) {
-      conv[n_conv++] = {k.convert_act, pr.x, pr.ldx, pr.n_tokens, pr.w->n_in, p.stride, free_act, n_conv_rows};
+    const int before = n_conv;
+    const int c = conversion_of(conv, n_conv, pr, k, p.stride);
+    if (c == before) {
+      conv[c].act = free_act;
+      conv[c].first_row = n_conv_rows;
       free_act = align64(free_act + p.stride * static_cast<size_t>(pr.n_tokens));
       n_conv_rows += pr.n_tokens;
     }

@@ -23,15 +23,8 @@ struct WeightMatrix;
 struct PackedWeights {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
-  struct Free {
-    // Bytes asked of map_huge; 0 (value-initialized): from aligned_alloc; kInSlab: carved from
-    // `slab`, freed with it.
-    size_t mapped;
-    void operator()(uint8_t* p) const;
-  };
-  static constexpr size_t kInSlab = ~size_t{0};
-  std::unique_ptr<uint8_t, Free> owned;
-  std::shared_ptr<const void> slab;  // the shared huge-page slab a small buffer was carved from
+  // Keeps the buffer alive: its own mapping or heap block, or the shared slab it was carved from.
+  std::shared_ptr<const void> owner;
   // Allocates an owned, zeroed, 64-byte aligned buffer and points data at it, in huge pages:
   // decode streams every weight byte per token (one TLB entry per 2 MiB instead of per 4 KiB),
   // and loading faults in 512x fewer pages with no memset (anonymous pages are already zero).

@@ -28,18 +28,15 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   WeightLoader w(*file_);
   // Per-pair RoPE divisors: Llama 3's rope_freqs, or LongRoPE's (Phi-3 128k, Phi-4-mini), as
   // llama.cpp chooses them: the long factors when a sequence may hold more tokens than the
-  // original context (rope.scaling.original_context_length, else the training context), else the
-  // short ones. Their attention factor is rope.scaling.attn_factor (ModelConfig).
+  // original context (c.rope_n_ctx_orig), else the short ones. Their attention factor is
+  // rope.scaling.attn_factor (ModelConfig).
   if (w.has("rope_freqs.weight")) {
     rope_freqs_ = w.vector("rope_freqs.weight", c.rope_dims / 2);
   } else if (w.has("rope_factors_long.weight") || w.has("rope_factors_short.weight")) {
-    const std::string key = c.arch + ".rope.scaling.original_context_length";
-    const int64_t orig = file_->get_int(key).value_or(c.n_ctx_train);
-    if (orig < 1) fail("{}: key '{}' has invalid value {}", file_->path(), key, orig);
     const int64_t n_ctx_seq = options.n_ctx_seq > 0 ? options.n_ctx_seq : default_context_length(c.n_ctx_train);
     const float* long_factors = w.vector("rope_factors_long.weight", c.rope_dims / 2);
     const float* short_factors = w.vector("rope_factors_short.weight", c.rope_dims / 2);
-    rope_freqs_ = n_ctx_seq > orig ? long_factors : short_factors;
+    rope_freqs_ = n_ctx_seq > c.rope_n_ctx_orig ? long_factors : short_factors;
   }
   layers_.resize(c.n_layer);
   for (int64_t i = 0; i < c.n_layer; i++) traits_.load_layer(w, c, traits_, i, layers_[i]);

@@ -90,14 +90,19 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   const double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
   c.rope_attn_factor = static_cast<float>(f.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
   if (!(c.rope_attn_factor > 0)) fail("{}: rope.scaling.attn_factor must be positive", f.path());
+  // LongRoPE (Phi-3 128k, Phi-4-mini): per-pair factor tensors, often without a scaling type.
+  const bool longrope_factors = f.find_tensor("rope_factors_long.weight") || f.find_tensor("rope_factors_short.weight");
+  if (scaling == "longrope" && !longrope_factors)
+    fail("{}: rope.scaling.type longrope without its tensors rope_factors_long.weight and rope_factors_short.weight",
+         f.path());
+  // The original context: YaRN's correction dims, and where LongRoPE's long factors begin.
+  if (scaling == "yarn" || longrope_factors)
+    c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
+                                 f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
   if (scaling == "linear" || scaling == "yarn") {
     if (!(factor > 0)) fail("{}: rope.scaling.type {} needs a positive rope.scaling.factor", f.path(), scaling);
     c.rope_freq_scale = static_cast<float>(1.0 / factor);
-    if (scaling == "yarn") {
-      c.rope_ext_factor = 1.0f;
-      c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
-                                   f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
-    }
+    if (scaling == "yarn") c.rope_ext_factor = 1.0f;
   } else if (auto s = f.get_float(a + "rope.scale_linear")) {
     if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
     c.rope_freq_scale = static_cast<float>(1.0 / *s);

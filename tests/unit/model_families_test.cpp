@@ -181,6 +181,11 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
       all);
   const std::string err = load_error(one);
   EXPECT_NE(err.find("rope_factors_short.weight"), std::string::npos) << err;
+  // A LongRoPE scaling type without its factors is refused, not run unscaled.
+  const std::string bare = rewrite(
+      *f, dir + "/bare.gguf", [](GgufWriter& w) { w.set_string("phi3.rope.scaling.type", "longrope"); }, all);
+  const std::string bare_err = load_error(bare);
+  EXPECT_NE(bare_err.find("rope_factors_long.weight"), std::string::npos) << bare_err;
   std::filesystem::remove_all(dir);
 }
 

@@ -116,7 +116,11 @@ struct Attn {
   // K row-major, round16(dk) floats per key, like V.
   static attention_tile::RowsFn stage_k_for(GgmlType t) { return Stage::rows_for(t); }
   static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
-                         const float* kbuf, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+                         const float* kbuf, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         attention_tile::Ahead& ahead, int64_t share) {
+    // One row per pass: passes are many (8 per block for a group of 8), so each issues its
+    // share of the next block's prefetches up front.
+    ahead.lines(share);
     const int64_t dkp = attention_tile::round16(dk);
     switch (dkp) {  // the common head sizes with dkp a constant
       case 64: return row_block<64>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);

@@ -52,23 +52,56 @@ inline void transpose16(__m512* r) {
   for (int i = 0; i < 16; i++) r[i] = t[i];
 }
 
+// Columns [c0, c0 + 16 NV) of R rows' outputs: o = o * alpha + sum over keys [lo, nk) of p_j v_j.
+template <int R, int NV>
+inline void pv_chunk(const Row* rows, const __m512* alpha, const float* vbuf, int64_t dvp, int64_t c0, int64_t lo,
+                     int64_t nk, const float* pbuf) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  __m512 e[R][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int x = 0; x < NV; x++) e[r][x] = _mm512_mul_ps(_mm512_load_ps(rows[r].o + c0 + 16 * x), alpha[r]);
+  const float* v = vbuf + lo * dvp + c0;
+  for (int64_t j = lo; j < nk; j++, v += dvp) {
+    __m512 vv[NV];
+#pragma GCC unroll 4
+    for (int x = 0; x < NV; x++) vv[x] = _mm512_load_ps(v + 16 * x);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      const __m512 pj = _mm512_set1_ps(pbuf[r * B + j]);
+#pragma GCC unroll 4
+      for (int x = 0; x < NV; x++) e[r][x] = _mm512_fmadd_ps(pj, vv[x], e[r][x]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int x = 0; x < NV; x++) _mm512_store_ps(rows[r].o + c0 + 16 * x, e[r][x]);
+}
+
 // R query rows (1..4: heads of one query that share this KV head) against keys [lo, nk) of the
 // staged block (the others are masked). K is staged transposed (kt: dk rows of 64 keys), V
 // row-major (vbuf: rows of dvp).
 // Scores: for each dimension d, the 4 vectors of 64 keys meet every row's q[d] broadcast, so a
 // K load serves R rows and no horizontal sums are needed. Every row's operations are the same
 // whatever the other rows are, and a query's heads are always split into the same R-chunks, so
-// results do not depend on the tile (decode = prefill, bit for bit).
+// results do not depend on the tile (decode = prefill, bit for bit). The score loop prefetches
+// `share` lines of the next block (attention_tile::Ahead).
 template <int R>
 void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap, const float* kt,
-                const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
+                const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf, attention_tile::Ahead& ahead,
+                int64_t share) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 acc[R][4];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
     for (int sb = 0; sb < 4; sb++) acc[r][sb] = _mm512_setzero_ps();
+  const int64_t per_d = (share + dk - 1) / dk;
+  attention_tile::Ahead pf = ahead;  // a local copy: its cursor stays in registers
   for (int64_t d = 0; d < dk; d++) {
+    pf.lines(per_d);
     const float* kd = kt + d * B;
     const __m512 k0 = _mm512_load_ps(kd), k1 = _mm512_load_ps(kd + 16), k2 = _mm512_load_ps(kd + 32),
                  k3 = _mm512_load_ps(kd + 48);
@@ -81,6 +114,7 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, flo
       acc[r][3] = _mm512_fmadd_ps(qd, k3, acc[r][3]);
     }
   }
+  ahead = pf;
   const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
   // Bit j: key j is in [lo, nk) (lo < nk <= 64).
   const uint64_t keys = (nk >= 64 ? ~uint64_t{0} : (uint64_t{1} << nk) - 1) & ~((uint64_t{1} << lo) - 1);
@@ -117,35 +151,17 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, flo
   }
   // o = o * alpha + sum_j p_j v_j, 64 floats of the head at a time; each V load serves R rows.
   for (int64_t c0 = 0; c0 < dvp; c0 += 64) {
-    const int64_t n_vec = (dvp - c0) / 16 < 4 ? (dvp - c0) / 16 : 4;
-    __m512 e[R][4];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-      for (int x = 0; x < 4; x++) e[r][x] = x < n_vec ? _mm512_mul_ps(_mm512_load_ps(rows[r].o + c0 + 16 * x), alpha[r]) : alpha[r];
-    const float* v = vbuf + lo * dvp + c0;
-    for (int64_t j = lo; j < nk; j++, v += dvp) {
-      __m512 vv[4];
-#pragma GCC unroll 4
-      for (int x = 0; x < 4; x++) vv[x] = x < n_vec ? _mm512_load_ps(v + 16 * x) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-      for (int r = 0; r < R; r++) {
-        const __m512 pj = _mm512_set1_ps(pbuf[r * B + j]);
-#pragma GCC unroll 4
-        for (int x = 0; x < 4; x++)
-          if (x < n_vec) e[r][x] = _mm512_fmadd_ps(pj, vv[x], e[r][x]);
-      }
+    switch ((dvp - c0) / 16) {  // vectors of this chunk, a constant in each loop: no branches per key
+      case 1: pv_chunk<R, 1>(rows, alpha, vbuf, dvp, c0, lo, nk, pbuf); break;
+      case 2: pv_chunk<R, 2>(rows, alpha, vbuf, dvp, c0, lo, nk, pbuf); break;
+      case 3: pv_chunk<R, 3>(rows, alpha, vbuf, dvp, c0, lo, nk, pbuf); break;
+      default: pv_chunk<R, 4>(rows, alpha, vbuf, dvp, c0, lo, nk, pbuf); break;
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-      for (int x = 0; x < 4; x++)
-        if (x < n_vec) _mm512_store_ps(rows[r].o + c0 + 16 * x, e[r][x]);
   }
 }
 
 using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, float, const float*, const float*,
-                             int64_t, int64_t, const Row*, float*);
+                             int64_t, int64_t, const Row*, float*, attention_tile::Ahead&, int64_t);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
 // K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
@@ -157,12 +173,10 @@ using StageKFn = attention_tile::RowsFn;
 // Transposes the 16-key groups of keys [lo, nb), each slice read through rows.load(key, element,
 // count).
 template <class Rows>
-void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt, const attention_tile::Ahead& ahead) {
+void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 r[16];
-  ahead.rows(0, lo / 16 * 16);
   for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
-    ahead.rows(j0, j0 + 16);
     for (int64_t c = 0; c < dk; c += 16) {
 #pragma GCC unroll 16
       for (int i = 0; i < 16; i++) r[i] = j0 + i >= lo && j0 + i < nb ? rows.load(j0 + i, c, dk - c) : _mm512_setzero_ps();
@@ -186,17 +200,15 @@ struct LineRows {  // slices already dequantized into lines of dkp floats
 };
 
 template <class L>
-void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*,
-             const attention_tile::Ahead& ahead) {
-  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt, ahead);
+void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*) {
+  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt);
 }
 
 template <attention_tile::LineFn kStage>
-void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line,
-                   const attention_tile::Ahead& ahead) {
+void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line) {
   const int64_t dkp = round16(dk);
-  Stage::rows<kStage>(t, k_rows, lo, nb, dk, line, nullptr, ahead);
-  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt, attention_tile::Ahead{});
+  Stage::rows<kStage>(t, k_rows, lo, nb, dk, line, nullptr);
+  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
 }
 
 // The stager of a tile's K slices: the element types transposed straight from the cache, the
@@ -216,8 +228,9 @@ struct Attn {
   static constexpr int kRows = 4;
   static StageKFn stage_k_for(GgmlType t) { return k_stager(t); }
   static void rows_block(int nr, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
-                         const float* kt, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf) {
-    kRowsBlock[nr](q, dk, dvp, scale, softcap, kt, vbuf, lo, nk, rows, pbuf);
+                         const float* kt, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         attention_tile::Ahead& ahead, int64_t share) {
+    kRowsBlock[nr](q, dk, dvp, scale, softcap, kt, vbuf, lo, nk, rows, pbuf, ahead, share);
   }
 };
 

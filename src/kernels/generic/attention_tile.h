@@ -1,13 +1,14 @@
 // The attention tile's skeleton (kernels/attention.h), written once over an ISA's SIMD layer V
 // (avx2::Vf, avx512::Vf) and its attention traits A, and instantiated by that ISA's
 // translation unit: the scratch layout, the walk over key blocks of kAttentionKeyBlock
-// positions with the next block's rows fetched and prefetched one block ahead, the K/V element
+// positions with the next block's rows fetched one block ahead (and prefetched over this
+// block's row passes), the K/V element
 // loaders and stagers (every K/V type dequantized to F32 exactly as kv_row_to_float), and the
 // final normalisation. What differs per ISA is A:
 //  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
 //  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
 //  - A::rows_block: the scores (soft-capped with softcap > 0), online softmax and P.V of those
-//    rows against the block.
+//    rows against the block, issuing its share of the next block's prefetches (Ahead).
 // Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
 // and on which chunk of A::kRows of its group it is in, never on the other queries of the
 // tile, so a query gets the same bits in decode and in prefill. Free of library inline code
@@ -36,29 +37,35 @@ struct Row {  // one query row's running state
 // A head slice of n elements -> floats at dst, zero-padded to round16(n): the same floats as
 // kv_row_to_float. The type is read only by the fallback for types without a SIMD stager.
 using LineFn = void (*)(GgmlType t, const uint8_t* slice, int64_t n, float* dst);
-// The next key block's slices of the array being staged, prefetched a few at a time while this
-// block's are staged: slice j of the next block as slice j of this one is read. The slices of one
-// head are 2 KiB runs (a cache block's positions) that the hardware prefetcher does not follow,
-// and all of a block's prefetches issued at once stall on the core's miss buffers: a stand-alone
-// F16 staging loop over a DRAM-resident cache read 9 GB/s without prefetches, 12 GB/s with them
-// issued per block, 24 GB/s with them interleaved like this.
+// The next key block's K and V head slices, prefetched a few cache lines at a time over this
+// block's row passes (A::rows_block), K then V slice by slice. The slices of one head are 2 KiB
+// runs (a cache block's positions) that the hardware prefetcher does not follow, and a burst of
+// prefetches stalls on the core's miss buffers: a block's prefetches issued all at once while it
+// was staged left the row passes with nothing in flight (TinyLlama's shape at 4,096 keys, one
+// thread: attention ran at a third of DRAM speed); spread over the row passes the misses overlap
+// the arithmetic.
 struct Ahead {
-  const uint8_t* const* slices = nullptr;  // the next block's, n of them (n = 0: last block)
+  const uint8_t* const* k = nullptr;  // the next block's slices, n of each (n = 0: last block)
+  const uint8_t* const* v = nullptr;
   int64_t n = 0;
-  size_t bytes = 0;  // of one slice (kv_row_bytes)
+  int64_t k_lines = 0, v_lines = 0;  // cache lines of one slice
+  int64_t j = 0, line = 0;           // cursor: slice j, line `line` of its K then its V lines
 
-  // Prefetches the next block's slices [a, b).
-  void rows(int64_t a, int64_t b) const {
-    for (int64_t j = a; j < b && j < n; j++)
-      for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(slices[j] + o, 0, 3);
+  int64_t total() const { return n * (k_lines + v_lines); }
+  // Prefetches the next `count` lines.
+  void lines(int64_t count) {
+    for (; count > 0 && j < n; count--) {
+      const uint8_t* p = line < k_lines ? k[j] + line * 64 : v[j] + (line - k_lines) * 64;
+      __builtin_prefetch(p, 0, 3);
+      if (++line == k_lines + v_lines) line = 0, j++;
+    }
   }
 };
 
 // Slices [lo, nb) of a block (the ones fetched) -> buf in the stager's layout; `line` is scratch
-// for stagers that dequantize to lines first (B x round16(n) floats; others ignore it). Every
-// slice of `ahead` is prefetched along the way.
+// for stagers that dequantize to lines first (B x round16(n) floats; others ignore it).
 using RowsFn = void (*)(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf,
-                        float* line, const Ahead& ahead);
+                        float* line);
 
 template <class V>
 struct Stage {
@@ -132,13 +139,8 @@ struct Stage {
   // Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice; the line
   // stager a template argument, so it inlines (a call per slice measured ~10% of decode).
   template <LineFn kLine>
-  static void rows(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf, float*,
-                   const Ahead& ahead) {
-    ahead.rows(0, lo);
-    for (int64_t j = lo; j < nb; j++) {
-      ahead.rows(j, j + 1);
-      kLine(t, slices[j], n, buf + j * round16(n));
-    }
+  static void rows(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf, float*) {
+    for (int64_t j = lo; j < nb; j++) kLine(t, slices[j], n, buf + j * round16(n));
   }
   static RowsFn rows_for(GgmlType t) {
     switch (t) {
@@ -189,10 +191,11 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(o + r * dvp + c, V::zero());
   }
 
-  // The next block's head slices are fetched one block ahead and prefetched while this block is
-  // staged (Ahead says why); a cache block's slices of one head are contiguous, but consecutive
-  // cache blocks need not be.
-  Ahead k_ahead{k_next, 0, kv_row_bytes(p.k_type, dk)}, v_ahead{v_next, 0, kv_row_bytes(p.v_type, dv)};
+  // The next block's head slices are fetched one block ahead and prefetched over this block's
+  // row passes (Ahead says why); a cache block's slices of one head are contiguous, but
+  // consecutive cache blocks need not be.
+  const auto lines_of = [](GgmlType t, int64_t n) { return static_cast<int64_t>((kv_row_bytes(t, n) + 63) / 64); };
+  Ahead ahead{k_next, v_next, 0, lines_of(p.k_type, dk), lines_of(p.v_type, dv)};
   // Blocks stay aligned to multiples of B from position 0 whatever the tile's queries, so a
   // query sees the same blocks alone and in a tile; positions below min_begin are never fetched
   // (only the first block can start below it).
@@ -201,16 +204,23 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     const int64_t lo = min_begin - j_first;
     kv.fetch(kv.ctx, min_begin, min64(kB, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
   }
+  const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
   for (int64_t j0 = j_first; j0 < max_kv; j0 += kB) {
     const int64_t nb = min64(kB, max_kv - j0);
     const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
     for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
-    k_ahead.n = v_ahead.n = j0 + kB < max_kv ? min64(kB, max_kv - j0 - kB) : 0;
-    if (k_ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, k_ahead.n, hk, k_next, v_next);
+    ahead.n = j0 + kB < max_kv ? min64(kB, max_kv - j0 - kB) : 0;
+    ahead.j = ahead.line = 0;
+    if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
     // the tile's query rows.
-    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline, k_ahead);
-    stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr, v_ahead);
+    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
+    stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
+    // The row passes of this block, each prefetching its share of the next block's lines.
+    int64_t passes = 0;
+    for (int64_t i = 0; i < qs.n_q; i++)
+      if (min64(nb, qs.n_kv[i] - j0) > (qs.kv_begin && qs.kv_begin[i] > j0 ? qs.kv_begin[i] - j0 : 0)) passes += chunks;
+    const int64_t share = passes > 0 ? (ahead.total() + passes - 1) / passes : 0;
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
@@ -225,9 +235,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
           q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
           rows[k] = Row{o + r * dvp, mx + r, ls + r};
         }
-        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, vbuf, k_lo, nk, rows, pbuf);
+        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, vbuf, k_lo, nk, rows, pbuf, ahead, share);
       }
     }
+    ahead.lines(ahead.total());  // whatever the passes left (none when every pass took its share)
   }
 
   for (int64_t i = 0; i < qs.n_q; i++)

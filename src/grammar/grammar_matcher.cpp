@@ -402,14 +402,14 @@ void GrammarMatcher::restrict_by_budget(std::vector<uint64_t>& bits, int64_t lef
       const int bit = __builtin_ctzll(word);
       word &= word - 1;
       const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(bit));
-      const std::string& bytes = v.bytes(id);
-      if (bytes.empty()) continue;  // end of generation
-      const int64_t floor = need_after[static_cast<uint8_t>(bytes[0])] - static_cast<int64_t>(bytes.size() - 1);
+      const GrammarVocab::Shape& shape = v.shape(id);
+      if (shape.size == 0) continue;  // end of generation
+      const int64_t floor = need_after[shape.first] - (shape.size - 1);
       bool ok = floor <= left - 1;
       // A token that may close one thing and open another (`",` `}, {`) is followed whole.
-      if (ok && bytes.find_first_of(",:{[", 1) != std::string::npos) {
+      if (ok && shape.reopens) {
         tmp_ = stacks_;
-        for (const char ch : bytes) {
+        for (const char ch : v.bytes(id)) {
           stepper_.step(pool_, tmp_, static_cast<uint8_t>(ch), tmp2_);
           tmp_.swap(tmp2_);
           if (tmp_.empty()) break;

@@ -9,6 +9,11 @@ namespace lumen {
 
 GrammarVocab::GrammarVocab(std::vector<std::string> token_bytes, std::vector<int32_t> eog)
     : bytes_(std::move(token_bytes)), eog_(std::move(eog)) {
+  shapes_.reserve(bytes_.size());
+  for (const std::string& b : bytes_)
+    shapes_.push_back(Shape{b.empty() ? uint8_t{0} : static_cast<uint8_t>(b[0]),
+                            b.size() > 1 && b.find_first_of(",:{[", 1) != std::string::npos,
+                            static_cast<int32_t>(b.size())});
   // Tokens in byte order: a trie's pre-order visits them in exactly this order.
   for (int32_t id = 0; id < n_vocab(); id++)
     if (!bytes_[static_cast<size_t>(id)].empty()) sorted_.push_back(id);

@@ -35,11 +35,23 @@ class GrammarVocab {
   const std::vector<int32_t>& sorted() const { return sorted_; }
   const std::vector<int32_t>& eog() const { return eog_; }
 
+  // A token's bytes summarised for the per-step scans over the whole vocabulary (a 152k
+  // vocabulary's strings are ~5 MB to walk; these are under 1 MB): its first byte, its length,
+  // and whether a byte after the first is one of `,:{[` (a token that may close one JSON value
+  // and open another, which the token budget follows byte by byte).
+  struct Shape {
+    uint8_t first;
+    bool reopens;
+    int32_t size;  // 0: never text (control, end of generation)
+  };
+  const Shape& shape(int32_t id) const { return shapes_[static_cast<size_t>(id)]; }
+
  private:
   std::vector<std::string> bytes_;
   std::vector<int32_t> eog_;
   std::vector<TrieNode> trie_;
   std::vector<int32_t> sorted_;
+  std::vector<Shape> shapes_;
 };
 
 }  // namespace lumen

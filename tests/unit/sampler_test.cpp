@@ -219,6 +219,43 @@ TEST(Sampler, TopPOverALargeVocabularyMatchesABruteForceCut) {
   EXPECT_GT(seen.size(), allowed.size() * 9 / 10);
 }
 
+TEST(Sampler, TopKUnderAMaskMatchesABruteForceSelection) {
+  // 5,000 tokens with ties, a mask banning whole 64-token words and scattered single tokens,
+  // and a bias of -inf: the candidates left out (banned) and the top-k selection (one heap pass
+  // for a small k, nth_element for a large one, fewer survivors than k) must give exactly the
+  // survivors, order and probabilities of sorting every allowed token.
+  const int n_vocab = 5000;
+  std::vector<float> logits(n_vocab);
+  for (int i = 0; i < n_vocab; i++) logits[i] = std::round(std::sin(static_cast<float>(i) * 1.7f) * 40.0f) / 8.0f;
+  std::vector<uint64_t> mask((n_vocab + 63) / 64, ~uint64_t{0});
+  for (size_t w = 0; w < mask.size(); w++)
+    if (w % 3 == 1) mask[w] = 0;                           // whole words banned
+    else if (w % 3 == 2) mask[w] = 0x5555555555555555ull;  // every other token banned
+  for (int k : {1, 40, 256, 257, 1000, 2000, 4999}) {
+    SamplingParams p = plain(7);
+    p.top_k = k;
+    p.logit_bias = {LogitBias{3, -INFINITY}};
+    Sampler s(p, n_vocab);
+    s.set_allowed(mask.data());
+    TokenDist d;
+    s.distribution(logits.data(), {}, d);
+
+    std::vector<int32_t> order;
+    for (int i = 0; i < n_vocab; i++)
+      if ((mask[i / 64] >> (i % 64) & 1) && i != 3) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+    });
+    order.resize(std::min(order.size(), static_cast<size_t>(k)));
+    double total = 0.0;
+    const float max_logit = logits[order[0]];
+    for (int32_t id : order) total += std::exp(logits[id] - max_logit);
+    ASSERT_EQ(d.ids, order) << "top_k " << k;
+    for (size_t i = 0; i < order.size(); i++)
+      EXPECT_NEAR(d.p[i], std::exp(logits[order[i]] - max_logit) / total, 1e-6) << "top_k " << k << " rank " << i;
+  }
+}
+
 TEST(Sampler, MinPKeepsTokensAboveTheScaledMaximum) {
   const std::vector<double> probs = {0.1, 0.04, 0.5, 0.2, 0.06, 0.1};
   const std::vector<float> logits = logits_for(probs);

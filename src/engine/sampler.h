@@ -83,9 +83,9 @@ class Sampler {
   void apply_penalties(std::span<const int32_t> previous_tokens);
   // Steps 1-6 for a non-greedy sampler: candidates_[0, n) and their weights_; returns n and
   // sets *total (the weights' sum) and *best (the argmax, drawn when rounding leaves a gap).
+  size_t survivors(const float* logits, std::span<const int32_t> previous_tokens, double* total, int32_t* best);
   // Moves the k best of candidates_[0, n) (k < n) to its front, in no particular order.
   void select_best(size_t k, size_t n);
-  size_t survivors(const float* logits, std::span<const int32_t> previous_tokens, double* total, int32_t* best);
   int32_t argmax() const;
   // Makes candidates_[0, n) the n largest in sorted order, given that [0, sorted_) already are.
   void sort_prefix(size_t n, size_t n_candidates);

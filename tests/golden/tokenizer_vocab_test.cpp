@@ -59,7 +59,10 @@ const Tokenizer& tokenizer_for(const std::string& rel) {
 
 std::string ids_str(const std::vector<int32_t>& v) {
   std::string s;
-  for (int32_t id : v) s += " " + std::to_string(id);
+  for (int32_t id : v) {
+    s += ' ';  // appended apart: GCC 12's -Wrestrict misreads " " + std::to_string(id)
+    s += std::to_string(id);
+  }
   return s;
 }
 

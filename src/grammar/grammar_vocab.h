@@ -36,7 +36,7 @@ class GrammarVocab {
   const std::vector<int32_t>& eog() const { return eog_; }
 
   // A token's bytes summarised for the per-step scans over the whole vocabulary (a 152k
-  // vocabulary's strings are ~5 MB to walk; these are under 1 MB): its first byte, its length,
+  // vocabulary's strings are ~5 MB to walk, these 1.2 MB): its first byte, its length,
   // and whether a byte after the first is one of `,:{[` (a token that may close one JSON value
   // and open another, which the token budget follows byte by byte).
   struct Shape {

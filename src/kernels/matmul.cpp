@@ -15,7 +15,8 @@ namespace lumen {
 namespace {
 
 // A mapping of huge pages that small packed buffers are carved from, front to back (never
-// reused, so every carved buffer is zero); unmapped when its last buffer goes.
+// reused, so every carved buffer is zero); unmapped when its last buffer goes. The slab being
+// carved is held weakly, so an unloaded model's last slab is not kept for the next one.
 struct Slab {
   uint8_t* base = nullptr;
   size_t size = 0, used = 0;
@@ -26,24 +27,26 @@ struct Slab {
 };
 constexpr size_t kSlabBytes = size_t{32} << 20;
 std::mutex slab_mutex;
-std::shared_ptr<Slab> slab_current;  // the slab being carved (guarded by slab_mutex)
+std::weak_ptr<Slab> slab_current;  // the slab being carved (guarded by slab_mutex)
 
 }  // namespace
 
 uint8_t* PackedWeights::allocate(size_t n_bytes) {
   uint8_t* p = nullptr;
+  const size_t rounded = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
 #if !defined(__SANITIZE_ADDRESS__)
   if (n_bytes < (size_t{2} << 20)) {
-    const size_t need = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
     std::lock_guard lock(slab_mutex);
-    if (!slab_current || slab_current->used + need > slab_current->size) {
+    std::shared_ptr<Slab> slab = slab_current.lock();
+    if (!slab || slab->used + rounded > slab->size) {
       auto* base = static_cast<uint8_t*>(map_huge(kSlabBytes, /*reserve=*/true));
       if (!base) fail("out of memory repacking {} bytes of weights", n_bytes);
-      slab_current = std::make_shared<Slab>(base, kSlabBytes);
+      slab = std::make_shared<Slab>(base, kSlabBytes);
+      slab_current = slab;
     }
-    p = slab_current->base + slab_current->used;
-    slab_current->used += need;
-    owner = std::shared_ptr<const void>(slab_current, p);  // shares the slab's ownership
+    p = slab->base + slab->used;
+    slab->used += rounded;
+    owner = std::shared_ptr<const void>(slab, p);  // shares the slab's ownership
   }
 #endif
   if (!p && n_bytes >= (size_t{2} << 20)) {  // whole huge pages (core/huge_pages.h); anonymous pages are zero
@@ -51,7 +54,6 @@ uint8_t* PackedWeights::allocate(size_t n_bytes) {
     if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
     owner = std::shared_ptr<const void>(p, [n_bytes](const void* q) { unmap_huge(const_cast<void*>(q), n_bytes); });
   } else if (!p) {
-    const size_t rounded = n_bytes == 0 ? 64 : (n_bytes + 63) / 64 * 64;
     p = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
     if (!p) fail("out of memory repacking {} bytes of weights", n_bytes);
     std::memset(p, 0, rounded);

@@ -216,11 +216,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     // the tile's query rows.
     stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
     stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
-    // The row passes of this block, each prefetching its share of the next block's lines.
-    int64_t passes = 0;
-    for (int64_t i = 0; i < qs.n_q; i++)
-      if (min64(nb, qs.n_kv[i] - j0) > (qs.kv_begin && qs.kv_begin[i] > j0 ? qs.kv_begin[i] - j0 : 0)) passes += chunks;
-    const int64_t share = passes > 0 ? (ahead.total() + passes - 1) / passes : 0;
+    // The row passes of this block, each prefetching its share of the next block's lines (a
+    // query that skips the block leaves its share to the catch-up after the passes).
+    const int64_t passes = qs.n_q * chunks;
+    const int64_t share = (ahead.total() + passes - 1) / passes;
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);

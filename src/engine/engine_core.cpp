@@ -179,7 +179,7 @@ void EngineCore::wake() {
   cv_.notify_all();
 }
 
-std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, const GenerationParams& params) {
+EngineCore::Submission EngineCore::validate(std::vector<int32_t> prompt, const GenerationParams& params) const {
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty");
   for (int32_t t : prompt)
@@ -203,17 +203,37 @@ std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, c
     fail("the prompt has {} tokens; with max_tokens {} that is {}, more than the whole KV cache holds ({} tokens); raise --kv-memory",
          n_prompt, max_tokens, n_prompt + max_tokens, pool_tokens);
   const int64_t max_num_tokens = max_tokens > 0 ? n_prompt + max_tokens : max_sequence_tokens();
+  return Submission{nullptr, std::move(prompt), params, max_num_tokens, 0.0};
+}
 
+std::shared_ptr<RequestHandle> EngineCore::submit(std::vector<int32_t> prompt, const GenerationParams& params) {
+  std::vector<std::pair<std::vector<int32_t>, GenerationParams>> one;
+  one.emplace_back(std::move(prompt), params);
+  return submit_all(std::move(one)).front();
+}
+
+std::vector<std::shared_ptr<RequestHandle>> EngineCore::submit_all(
+    std::vector<std::pair<std::vector<int32_t>, GenerationParams>> requests) {
+  std::vector<Submission> subs;
+  subs.reserve(requests.size());
+  for (auto& [prompt, params] : requests) subs.push_back(validate(std::move(prompt), params));
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  handles.reserve(subs.size());
   std::lock_guard lock(mu_);
   if (stop_) fail("the engine is shutting down");
-  if (n_pending_ >= config_.max_waiting)
+  if (n_pending_ + static_cast<int64_t>(subs.size()) > config_.max_waiting)
     throw QueueFullError(fmt::format("the waiting queue is full ({} requests); try again later", config_.max_waiting));
-  auto handle = std::make_shared<RequestHandle>(next_request_id_++, params.n, this);
-  inbox_.push_back(Submission{handle, std::move(prompt), params, max_num_tokens, now_ms()});
-  n_pending_++;
+  const double now = now_ms();
+  for (Submission& s : subs) {
+    s.handle = std::make_shared<RequestHandle>(next_request_id_++, s.params.n, this);
+    s.submitted_at = now;
+    handles.push_back(s.handle);
+    inbox_.push_back(std::move(s));
+  }
+  n_pending_ += static_cast<int64_t>(subs.size());
   idle_ = false;
   cv_.notify_all();
-  return handle;
+  return handles;
 }
 
 void EngineCore::wait_idle() {

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -137,6 +138,10 @@ class EngineCore {
   // context or the prompt cannot fit the KV pool, or when a parameter is invalid; with
   // QueueFullError when the waiting queue is full. Never truncates.
   std::shared_ptr<RequestHandle> submit(std::vector<int32_t> prompt, const GenerationParams& params);
+  // Queues all of `requests` at once, or none (the first refusal is thrown): the engine admits
+  // them in the same step, so a batch starts together whatever the caller's thread is doing.
+  std::vector<std::shared_ptr<RequestHandle>> submit_all(
+      std::vector<std::pair<std::vector<int32_t>, GenerationParams>> requests);
 
   // Blocks until no request is queued or running.
   void wait_idle();
@@ -162,6 +167,8 @@ class EngineCore {
     double submitted_at;
   };
 
+  // submit()'s checks; the handle and time are set when queued.
+  Submission validate(std::vector<int32_t> prompt, const GenerationParams& params) const;
   void loop();
   void step();
   void admit(Submission& s);

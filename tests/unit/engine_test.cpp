@@ -358,6 +358,28 @@ TEST_F(EngineStories, QueueFullIsItsOwnError) {
   EXPECT_EQ(e.leak_report(), "");
 }
 
+// submit_all queues a batch at once: all of it runs together (the peak KV holding is every
+// sequence's), and a batch the queue cannot take is refused whole.
+TEST_F(EngineStories, SubmitAllStartsTogetherOrNotAtAll) {
+  EngineConfig c;
+  c.n_ctx = 64;
+  c.block_size = 16;
+  c.max_running = 3;
+  c.max_waiting = 3;
+  c.prefix_caching = false;
+  EngineCore e(*m_.model, *m_.tok, c);
+  auto batch = [&](int n) {
+    std::vector<std::pair<std::vector<int32_t>, GenerationParams>> r;
+    for (int i = 0; i < n; i++) r.emplace_back(std::vector<int32_t>(16, 300 + i), params_for(0, false, 8));
+    return r;
+  };
+  EXPECT_THROW(e.submit_all(batch(4)), QueueFullError);
+  for (auto& h : e.submit_all(batch(3))) EXPECT_EQ(drain(*h)[0].tokens.size(), 8u);
+  e.wait_idle();
+  EXPECT_EQ(e.stats().blocks_used_peak, 3 * 2);  // 16 + 7 positions written: two blocks each
+  EXPECT_EQ(e.leak_report(), "");
+}
+
 TEST_F(EngineStories, StopStringsAndEogEndTheText) {
   EngineConfig c;
   c.n_ctx = 256;

@@ -145,10 +145,11 @@ struct Q32Isa : avx512::Vf {
   }
 };
 using Q32Prefetch = q32::Prefetch;
+constexpr Q32Prefetch kNoPrefetch{};
 
 template <class F, int G>
 inline void q32_tile_n(int64_t n_tok, const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act,
-                       size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end, Q32Prefetch pf = {}) {
+                       size_t act_stride, float* y, int64_t ldy, int64_t row0, int64_t row_end, const Q32Prefetch& pf = {}) {
   switch (n_tok) {
     case 1: q32::tile<Q32Isa, F, G, 1>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
     case 2: q32::tile<Q32Isa, F, G, 2>(g0, group_bytes, nb, act, act_stride, y, ldy, row0, row_end, pf); break;
@@ -198,7 +199,7 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
       const int n_groups = tile >= F::kGemvPairTokens && g + 2 <= g_end ? 2 : 1;
       for (int64_t t0 = 0; t0 < n_tokens; t0 += tile) {
         const int64_t nt = q32::min64(tile, n_tokens - t0);
-        const Q32Prefetch pf = t0 == 0 ? stream_pf : Q32Prefetch{};
+        const Q32Prefetch& pf = t0 == 0 ? stream_pf : kNoPrefetch;
         if (n_groups == 2)
           q32_tile_n<F, 2>(nt, gp, group_bytes, nb, act + t0 * act_stride, act_stride, y + t0 * ldy, ldy,
                            g * kQ32GroupRows, r1, pf);
@@ -230,7 +231,7 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
       float* yt = y + t0 * ldy;
       for (int64_t g = gb; g < ge; g += 2) {
         const uint8_t* gp = base + g * group_bytes;
-        const Q32Prefetch tile_pf = t0 == 0 ? Q32Prefetch{} : pf;
+        const Q32Prefetch& tile_pf = t0 == 0 ? kNoPrefetch : pf;  // by reference: q32::tile says why
         if (g + 1 < ge)
           q32_tile_n<F, 2>(nt, gp, group_bytes, nb, at, act_stride, yt, ldy, g * kQ32GroupRows, r1, tile_pf);
         else

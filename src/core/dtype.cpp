@@ -102,7 +102,9 @@ uint16_t fp32_to_fp16(float f) {
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000;
   const uint32_t abs = x & 0x7fffffff;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0));
+  // Infinity; a NaN quiet with its upper mantissa bits, as F16C's vcvtps2ph makes it.
+  if (abs >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 | ((abs >> 13) & 0x3ff) : 0));
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // rounds to infinity
   if (abs < 0x38800000u) {  // subnormal or zero in half
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // below half of the smallest subnormal

@@ -9,8 +9,8 @@
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar",    ref::rms_norm, ref::rope, ref::softmax,
-                             ref::swiglu, ref::geglu,    ref::vec_add};
+const OpsTable kOpsScalar = {"scalar",    ref::rms_norm, ref::rope,    ref::softmax, ref::swiglu,
+                             ref::geglu,  ref::vec_add,  ref::to_f16, ref::to_bf16};
 
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
@@ -54,5 +54,9 @@ void softmax(float* x, int64_t n) { active().softmax(x, n); }
 void swiglu(const float* gate, const float* up, float* out, int64_t n) { active().swiglu(gate, up, out, n); }
 
 void vec_add(const float* a, const float* b, float* out, int64_t n) { active().vec_add(a, b, out, n); }
+
+void to_f16(const float* x, uint16_t* y, int64_t n) { active().to_f16(x, y, n); }
+
+void to_bf16(const float* x, uint16_t* y, int64_t n) { active().to_bf16(x, y, n); }
 
 }  // namespace lumen

@@ -50,4 +50,9 @@ void geglu(const float* gate, const float* up, float* out, int64_t n);
 // out[i] = a[i] + b[i] (out may be a or b): residual connections, biases.
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 
+// y[i] = x[i] rounded to F16 / BF16, ties to even, bit for bit core/dtype.h's fp32_to_fp16 /
+// fp32_to_bf16 (NaN included): the F16 and BF16 KV caches' stores.
+void to_f16(const float* x, uint16_t* y, int64_t n);
+void to_bf16(const float* x, uint16_t* y, int64_t n);
+
 }  // namespace lumen

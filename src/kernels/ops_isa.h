@@ -18,6 +18,8 @@ struct OpsTable {
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*geglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*vec_add)(const float* a, const float* b, float* out, int64_t n);
+  void (*to_f16)(const float* x, uint16_t* y, int64_t n);
+  void (*to_bf16)(const float* x, uint16_t* y, int64_t n);
 };
 
 extern const OpsTable kOpsScalar;  // the references

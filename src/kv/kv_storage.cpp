@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/huge_pages.h"
+#include "kernels/ops.h"
 
 namespace lumen {
 
@@ -39,6 +40,9 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, cons
 // One row of n floats in the storage type (kv_row_bytes(type, n) bytes at dst). A block type
 // whose last block is partial quantizes a zero-padded copy.
 void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
+  // The 16-bit types through the vector kernels (the same bits as their scalar from_float).
+  if (type == GgmlType::F16) return to_f16(src, reinterpret_cast<uint16_t*>(dst), n);
+  if (type == GgmlType::BF16) return to_bf16(src, reinterpret_cast<uint16_t*>(dst), n);
   const TypeTraits& tr = type_traits(type);
   if (n % tr.block_size == 0) {
     tr.from_float(src, dst, n);

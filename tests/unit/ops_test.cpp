@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -170,8 +170,11 @@ TEST(Ops, GegluMatchesReference) {
     ref::geglu(edge.data(), ones.data(), want.data(), n);
     t->geglu(edge.data(), ones.data(), got.data(), n);
     expect_close(got, want, 1e-3, 1e-6, "geglu edges");
-    for (size_t i = 0; i < edge.size(); i++)
-      if (edge[i] >= 10.0f || edge[i] <= -10.0f) EXPECT_EQ(got[i], edge[i] >= 10.0f ? edge[i] : 0.0f) << edge[i];
+    for (size_t i = 0; i < edge.size(); i++) {
+      if (edge[i] >= 10.0f || edge[i] <= -10.0f) {
+        EXPECT_EQ(got[i], edge[i] >= 10.0f ? edge[i] : 0.0f) << edge[i];
+      }
+    }
   }
   // The F16 table's value at 1: tanh-GELU(1) = 0.84119 (erf-GELU would be 0.84134), rounded to F16.
   float one = 1.0f, up = 1.0f, y = 0.0f;
@@ -214,6 +217,36 @@ TEST(Ops, VecAddIsExact) {
       std::vector<float> in_place = a;
       t->vec_add(in_place.data(), b.data(), in_place.data(), n);
       EXPECT_EQ(in_place, want) << t->name;
+    }
+  }
+}
+
+// F16 / BF16 rounding bit for bit, over random bit patterns (NaNs, infinities, subnormals of
+// every width), exact ties and the edges of F16's range, at every tail length; the scalar
+// converters of core/dtype.h are the reference.
+TEST(Ops, HalfConversionsAreBitExact) {
+  std::vector<float> x;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4096; i++) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(rng())));
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+                        0xff800001u, 0x7fffffffu, 0xffffffffu, 0x477fe000u, 0x477ff000u, 0x477fefffu, 0x33000000u,
+                        0x33000001u, 0x387fe000u, 0x38800000u, 0x3f801000u, 0x3f803000u, 0x3f808000u, 0x3f818000u})
+    x.push_back(std::bit_cast<float>(bits));
+  for (float f : randn(1000, 5, 1e-5f)) x.push_back(f);  // F16 subnormals
+  for (float f : randn(1000, 6, 3e4f)) x.push_back(f);   // near F16's overflow
+  std::vector<const OpsTable*> all = tables();
+  all.push_back(&ops_table(Isa::Scalar));
+  for (const OpsTable* t : all) {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, static_cast<int64_t>(x.size())}) {
+      for (bool bf16 : {false, true}) {
+        std::vector<uint16_t> got(n + 1, 0xabcd);
+        (bf16 ? t->to_bf16 : t->to_f16)(x.data(), got.data(), n);
+        for (int64_t i = 0; i < n; i++) {
+          const uint16_t want = bf16 ? fp32_to_bf16(x[i]) : fp32_to_fp16(x[i]);
+          ASSERT_EQ(got[i], want) << t->name << (bf16 ? " bf16 " : " f16 ") << std::hex << std::bit_cast<uint32_t>(x[i]);
+        }
+        EXPECT_EQ(got[n], 0xabcd) << t->name << ": wrote past the end";
+      }
     }
   }
 }

@@ -138,6 +138,22 @@ void geglu(const float* gate, const float* up, float* out, int64_t n) {
   });
 }
 
+// x rounded to F16 (kBf16: BF16) at y; the tail through a vector's worth of scratch.
+template <class V, bool kBf16>
+void to_half(const float* x, uint16_t* y, int64_t n) {
+  auto put = [](uint16_t* p, typename V::F v) {
+    if constexpr (kBf16) V::store_bf16(p, v);
+    else V::store_f16(p, v);
+  };
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) put(y + i, V::loadu(x + i));
+  if (i < n) {
+    uint16_t tail[V::kLanes];
+    put(tail, V::load_m(V::mask(n - i), x + i));
+    for (int64_t j = 0; i + j < n; j++) y[i + j] = tail[j];
+  }
+}
+
 template <class V>
 void vec_add(const float* a, const float* b, float* out, int64_t n) {
   for_vectors<V>(n, [&]<bool kFull>(int64_t i, typename V::M m) {

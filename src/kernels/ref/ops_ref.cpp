@@ -114,4 +114,12 @@ void vec_add(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+void to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = fp32_to_fp16(x[i]);
+}
+
+void to_bf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] = fp32_to_bf16(x[i]);
+}
+
 }  // namespace lumen::ref

@@ -16,6 +16,8 @@ void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);
 void vec_add(const float* a, const float* b, float* out, int64_t n);
+void to_f16(const float* x, uint16_t* y, int64_t n);
+void to_bf16(const float* x, uint16_t* y, int64_t n);
 
 // RoPE's angles for one position, shared by every head: cos/sin of dimension pair i for
 // i < n_rot / 2, computed exactly as the reference rope() does (the per-ISA versions call it so

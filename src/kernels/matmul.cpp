@@ -210,6 +210,9 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
       // (K and V of grouped-query attention: 256 rows).
       const int64_t min_grain = std::min(p.n_groups, std::max<int64_t>(1, 32 / p.align));
       p.grain = std::clamp<int64_t>(p.n_groups / (nt * 8), min_grain, std::max<int64_t>(min_grain, 256 / p.align));
+      // An even number of groups: an odd chunk ends in a one-group tile at half the two-group
+      // tile's rate (gemma2's 2304 rows made chunks of 9 groups: 3% of its prefill).
+      if (p.grain > 1) p.grain &= ~int64_t{1};
     }
     p.first_chunk = n_chunks;
     n_chunks += (p.n_groups + p.grain - 1) / p.grain;

@@ -82,8 +82,11 @@ class EngineTest : public testing::Test {
       EXPECT_EQ(e.leak_report(), "");
     }
     EngineCore e(*m.model, *m.tok, together);
-    std::vector<std::shared_ptr<RequestHandle>> hs;
-    for (size_t i = 0; i < prompts.size(); i++) hs.push_back(e.submit(prompts[i], params_for(static_cast<int>(i), sampled)));
+    // Queued at once: every run shares its steps with the others (and the preemption tests'
+    // pool is short) however this thread is scheduled.
+    std::vector<std::pair<std::vector<int32_t>, GenerationParams>> requests;
+    for (size_t i = 0; i < prompts.size(); i++) requests.emplace_back(prompts[i], params_for(static_cast<int>(i), sampled));
+    const std::vector<std::shared_ptr<RequestHandle>> hs = e.submit_all(std::move(requests));
     for (size_t i = 0; i < prompts.size(); i++) {
       const Outcome o = drain(*hs[i])[0];
       EXPECT_EQ(o.tokens, alone[i].tokens) << "prompt " << i << " (" << kPrompts[i] << ")";

@@ -154,8 +154,12 @@ TEST(MemoryPlan, TinyLlamaShapeMatchesTheFormulaAndThePool) {
     gp.sampling.temperature = 0;
     gp.sampling.max_tokens = 40 - 5;
     gp.ignore_eos = true;
-    auto a = engine.submit({1, 2, 3, 4, 5}, gp);
-    auto b = engine.submit({1, 7, 8, 9, 10}, gp);
+    // Queued together, so both hold their blocks at once however the threads are scheduled.
+    std::vector<std::pair<std::vector<int32_t>, GenerationParams>> both;
+    both.emplace_back(std::vector<int32_t>{1, 2, 3, 4, 5}, gp);
+    both.emplace_back(std::vector<int32_t>{1, 7, 8, 9, 10}, gp);
+    const auto hs = engine.submit_all(std::move(both));
+    auto a = hs[0], b = hs[1];
     while (a->next()) {
     }
     while (b->next()) {

@@ -31,6 +31,9 @@ struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
   // Block pairs a tile of 2+ tokens prefetches ahead of its streams (Q32Prefetch::ahead);
   // measured on the TinyLlama shapes at 2..9 tokens (lumen bench --verify-cost).
   static constexpr int64_t kStreamAhead = 2;
+  // Block pairs a lone token's stream prefetches ahead (Q32Prefetch::ahead). Q8_0's four-group
+  // stream gained nothing from 4, 8 or 12 (nor one group from 12 or 24: 0.85-0.9x).
+  static constexpr int64_t kGemvAhead = 0;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     v0 = _mm512_load_si512(q + 64 * p);
     v1 = _mm512_load_si512(q + 64 * (p + 4));
@@ -45,6 +48,9 @@ struct Q32FmtNibbles : q32::Layout<T> {
   // 17.1 -> 14.2 ms a pass); without the prefetch they had slowed the 2-4 token streams.
   static constexpr int kGemvPairTokens = 3;
   static constexpr int64_t kStreamAhead = 6;
+  // 24 pairs (13.5 KiB) ahead of a lone token's one-group stream: TinyLlama Q4_0 decode ~1.2x
+  // (Q4_1 ~1.17x) in alternated runs; 6 and 12 gained less, 48 no more.
+  static constexpr int64_t kGemvAhead = 24;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -61,6 +67,7 @@ struct Q32FmtQ5 : q32::Layout<T> {
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
+  static constexpr int64_t kGemvAhead = 24;    // as the nibbles (TinyLlama decode ~1.2-1.3x)
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -79,6 +86,7 @@ struct Q32FmtIq4nl : q32::Layout<GgmlType::IQ4_NL> {
   static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 0;  // not measured for this format: no prefetch
+  static constexpr int64_t kGemvAhead = 24;    // as the nibbles (TinyLlama decode ~1.2-1.3x)
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
     const __m512i table = _mm512_broadcast_i32x4(
@@ -169,8 +177,9 @@ inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a
 // single-token case gains a little from 4), with every token tile of up to 6 tokens run over
 // it back to back (the later tiles find the group in L1/L2). From F::kGemvPairTokens tokens
 // two groups share each activation broadcast (Q8_0 from 2 tokens: 4 sequences of TinyLlama
-// 133 -> 184 tok/s; nibble formats only at 6, where it helps). From 2 tokens the first tile
-// prefetches its streams ~3.5 KiB ahead (Q32Prefetch::ahead).
+// 133 -> 184 tok/s; nibble formats only at 6, where it helps). The first tile prefetches its
+// streams ahead (Q32Prefetch::ahead: F::kGemvAhead pairs for one token, else F::kStreamAhead),
+// across group boundaries up to the end of this call's rows.
 // More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>
@@ -187,11 +196,12 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
     const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
     const int64_t tile = (n_tokens + n_tiles - 1) / n_tiles;
     Q32Prefetch stream_pf;
-    if (n_tokens >= 2) stream_pf.ahead = F::kStreamAhead;
+    stream_pf.ahead = n_tokens == 1 ? F::kGemvAhead : F::kStreamAhead;
+    stream_pf.end = base + g_end * group_bytes;
     for (int64_t g = g_begin; g < g_end;) {
       const uint8_t* gp = base + g * group_bytes;
       if (n_tokens == 1 && F::kGemvGroups == 4 && g + 4 <= g_end) {
-        q32::tile<Q32Isa, F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1);
+        q32::tile<Q32Isa, F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1, stream_pf);
         g += 4;
         continue;
       }

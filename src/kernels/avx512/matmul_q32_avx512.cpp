@@ -106,8 +106,6 @@ struct Q32Isa : avx512::Vf {
   static constexpr Isa kIsa = Isa::Avx512;
   static constexpr bool kQ8Biased = true;  // vpdpbusd wants u8 weights: Q8_0 stored q + 128
   static constexpr bool kRowsOuter = false;
-  static constexpr bool kPrefetch = true;
-  using Prefetch = q32::Prefetch;
 
   // The int32 dots of block b: groups g x tokens t, each started at the token's correction.
   template <class F, int G, int T>

@@ -7,8 +7,8 @@
 // Q says what differs per ISA: how a block's int32 dot products come out of the packed quants
 // (Q::dots: vpdpbusd of unsigned weights on AVX-512 VNNI; vpmaddubsw and vpmaddwd on AVX2, whose
 // saturation each format avoids its own way), how many rows one vector holds (Q::kLanes: the
-// 16 rows of a group, or one 8-row half), whether its tiles prefetch (Q::kPrefetch) and how
-// they store (Q::store); each ISA's driver picks the tiles. The float side is the same: per block
+// 16 rows of a group, or one 8-row half) and how they store (Q::store); each ISA's driver picks
+// the tiles and what they prefetch. The float side is the same: per block
 // y += (d_w * d_a) * dot (+ m_w * s_a for Q4_1/Q5_1), the reference's evaluation order.
 //
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit.
@@ -49,7 +49,7 @@ struct Layout {
   static constexpr int kOffset = kMin ? 0 : kT == GgmlType::Q4_0 ? 8 : kT == GgmlType::Q5_0 ? 16 : 0;
 };
 
-// Software prefetch while a tile runs (Q::Prefetch where Q::kPrefetch; AVX-512's drivers): `lines`
+// Software prefetch while a tile runs (set by the drivers): `lines`
 // cache lines per block from `next` on (into L2), so weights the next tiles stream from DRAM are
 // already on their way; `ahead` below. Neither reaches `end`. Changes no arithmetic.
 struct Prefetch {
@@ -73,7 +73,7 @@ struct Prefetch {
 // d_a broadcast serves them all. Each order is the one its ISA's tile was tuned with.
 template <class Q, class Fmt, int G, int T>
 inline void tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_t* act, size_t act_stride, float* y,
-                 int64_t ldy, int64_t row0, int64_t row_end, const typename Q::Prefetch& prefetch = {}) {
+                 int64_t ldy, int64_t row0, int64_t row_end, const Prefetch& prefetch = {}) {
   using F = typename Q::F;
   using I = typename Q::I;
   constexpr int kHalves = kQ32GroupRows / Q::kLanes;  // row vectors per group
@@ -82,13 +82,11 @@ inline void tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_
   // which cannot be forwarded from the driver's scalar store of `next` and so waited for every
   // older store to retire, the previous tile's output rows (cache misses) included (measured:
   // a tenth of a Q4_0 prefill GEMM's time).
-  typename Q::Prefetch pf;
-  if constexpr (Q::kPrefetch) {
-    pf.next = prefetch.next;
-    pf.end = prefetch.end;
-    pf.lines = prefetch.lines;
-    pf.ahead = prefetch.ahead;
-  }
+  Prefetch pf;
+  pf.next = prefetch.next;
+  pf.end = prefetch.end;
+  pf.lines = prefetch.lines;
+  pf.ahead = prefetch.ahead;
   F facc[G][T];
   const Q32ActBlock* a[T];
   for (int t = 0; t < T; t++) a[t] = reinterpret_cast<const Q32ActBlock*>(act + t * act_stride);
@@ -98,16 +96,14 @@ inline void tile(const uint8_t* g0, size_t group_bytes, int64_t nb, const uint8_
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t* pair = g0 + (b >> 1) * kPair;
     const int64_t hb = b & 1;
-    if constexpr (Q::kPrefetch) {
-      for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
-      if (pf.ahead > 0 && hb == 0) {
-        // Past the group's end the stream goes on into the driver's next groups (contiguous).
-        const uint8_t* far = pair + pf.ahead * kPair;
-        for (int g = 0; g < G; g++, far += group_bytes)
-          if (far + kPair <= pf.end)
-            for (int64_t off = 0; off < kPair; off += 64) _mm_prefetch(reinterpret_cast<const char*>(far + off), _MM_HINT_T0);
-      }
+    for (int64_t i = 0; i < pf.lines && pf.next < pf.end; i++, pf.next += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(pf.next), _MM_HINT_T1);
+    if (pf.ahead > 0 && hb == 0) {
+      // Past the group's end the stream goes on into the driver's next groups (contiguous).
+      const uint8_t* far = pair + pf.ahead * kPair;
+      for (int g = 0; g < (G + kHalves - 1) / kHalves; g++, far += group_bytes)
+        if (far + kPair <= pf.end)
+          for (int64_t off = 0; off < kPair; off += 64) _mm_prefetch(reinterpret_cast<const char*>(far + off), _MM_HINT_T0);
     }
     I dot[G][T];
     Q::template dots<Fmt, G, T>(pair, hb, group_bytes, a, b, dot);

@@ -32,7 +32,7 @@ struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
   // measured on the TinyLlama shapes at 2..9 tokens (lumen bench --verify-cost).
   static constexpr int64_t kStreamAhead = 2;
   // Block pairs a lone token's stream prefetches ahead (Q32Prefetch::ahead). Q8_0's four-group
-  // stream gained nothing from 4, 8 or 12 (nor one group from 12 or 24: 0.85-0.9x).
+  // stream gained nothing from 4 or 8 (one group 12 or 24 ahead: 0.85-0.9x of four).
   static constexpr int64_t kGemvAhead = 0;
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     v0 = _mm512_load_si512(q + 64 * p);

@@ -49,9 +49,9 @@ struct Layout {
   static constexpr int kOffset = kMin ? 0 : kT == GgmlType::Q4_0 ? 8 : kT == GgmlType::Q5_0 ? 16 : 0;
 };
 
-// Software prefetch while a tile runs (set by the drivers): `lines`
-// cache lines per block from `next` on (into L2), so weights the next tiles stream from DRAM are
-// already on their way; `ahead` below. Neither reaches `end`. Changes no arithmetic.
+// Software prefetch while a tile runs (set by the drivers): `lines` cache lines per block from
+// `next` on (into L2), so weights the next tiles stream from DRAM are already on their way;
+// `ahead` below. Neither reaches `end`. Changes no arithmetic.
 struct Prefetch {
   const uint8_t* next = nullptr;
   const uint8_t* end = nullptr;

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/quant/quant_ref.h"
 #include "kernels/ops_isa.h"
 #include "kernels/ref/ops_ref.h"
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar",    ref::rms_norm, ref::rope,    ref::softmax, ref::swiglu,
-                             ref::geglu,  ref::vec_add,  ref::to_f16, ref::to_bf16};
+const OpsTable kOpsScalar = {"scalar",   ref::rms_norm, ref::rope,    ref::softmax, ref::swiglu, ref::geglu,
+                             ref::vec_add, ref::to_f16,  ref::to_bf16, from_float_q8_0};
 
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
@@ -58,5 +59,7 @@ void vec_add(const float* a, const float* b, float* out, int64_t n) { active().v
 void to_f16(const float* x, uint16_t* y, int64_t n) { active().to_f16(x, y, n); }
 
 void to_bf16(const float* x, uint16_t* y, int64_t n) { active().to_bf16(x, y, n); }
+
+void to_q8_0(const float* x, void* y, int64_t n) { active().to_q8_0(x, y, n); }
 
 }  // namespace lumen

@@ -54,5 +54,8 @@ void vec_add(const float* a, const float* b, float* out, int64_t n);
 // fp32_to_bf16 (NaN included): the F16 and BF16 KV caches' stores.
 void to_f16(const float* x, uint16_t* y, int64_t n);
 void to_bf16(const float* x, uint16_t* y, int64_t n);
+// n values (a multiple of 32) as ggml's Q8_0 blocks, bit for bit from_float_q8_0 (core/quant):
+// the Q8_0 KV cache's store.
+void to_q8_0(const float* x, void* y, int64_t n);
 
 }  // namespace lumen

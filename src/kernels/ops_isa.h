@@ -20,6 +20,7 @@ struct OpsTable {
   void (*vec_add)(const float* a, const float* b, float* out, int64_t n);
   void (*to_f16)(const float* x, uint16_t* y, int64_t n);
   void (*to_bf16)(const float* x, uint16_t* y, int64_t n);
+  void (*to_q8_0)(const float* x, void* y, int64_t n);
 };
 
 extern const OpsTable kOpsScalar;  // the references

@@ -39,20 +39,25 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, cons
 
 // One row of n floats in the storage type (kv_row_bytes(type, n) bytes at dst). A block type
 // whose last block is partial quantizes a zero-padded copy.
+void store_f16(const float* src, void* dst, int64_t n) { to_f16(src, static_cast<uint16_t*>(dst), n); }
+void store_bf16(const float* src, void* dst, int64_t n) { to_bf16(src, static_cast<uint16_t*>(dst), n); }
+
 void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
-  // The 16-bit types through the vector kernels (the same bits as their scalar from_float).
-  if (type == GgmlType::F16) return to_f16(src, reinterpret_cast<uint16_t*>(dst), n);
-  if (type == GgmlType::BF16) return to_bf16(src, reinterpret_cast<uint16_t*>(dst), n);
+  // F16, BF16 and Q8_0 through the vector kernels (the same bits as their scalar from_float).
   const TypeTraits& tr = type_traits(type);
+  FromFloatFn store = type == GgmlType::F16    ? store_f16
+                      : type == GgmlType::BF16 ? store_bf16
+                      : type == GgmlType::Q8_0 ? to_q8_0
+                                               : tr.from_float;
   if (n % tr.block_size == 0) {
-    tr.from_float(src, dst, n);
+    store(src, dst, n);
     return;
   }
   thread_local std::vector<float> padded;
   const int64_t np = (n + tr.block_size - 1) / tr.block_size * tr.block_size;
   padded.assign(static_cast<size_t>(np), 0.0f);
   std::copy(src, src + n, padded.begin());
-  tr.from_float(padded.data(), dst, np);
+  store(padded.data(), dst, np);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/isa.h"
 #include "core/dtype.h"
+#include "core/quant/quant_ref.h"
 #include "kernels/ops.h"
 #include "kernels/ops_isa.h"
 #include "kernels/ref/ops_ref.h"
@@ -248,6 +249,27 @@ TEST(Ops, HalfConversionsAreBitExact) {
         EXPECT_EQ(got[n], 0xabcd) << t->name << ": wrote past the end";
       }
     }
+  }
+}
+
+// Q8_0 blocks (the Q8_0 KV cache's store) bit for bit from_float_q8_0: random rows, ties of
+// the scaled values, an all-zero block, huge and tiny magnitudes.
+TEST(Ops, Q8_0BlocksAreBitExact) {
+  std::vector<float> x = randn(32 * 40, 9);
+  for (int j = 0; j < 32; j++) x[32 + j] = 0.0f;                      // block 1: zeros
+  for (int j = 0; j < 32; j++) x[64 + j] = 0.5f * static_cast<float>(j - 16);  // ties after scaling
+  for (int j = 0; j < 32; j++) x[96 + j] *= 1e30f;
+  for (int j = 0; j < 32; j++) x[128 + j] *= 1e-30f;
+  std::vector<const OpsTable*> all = tables();
+  all.push_back(&ops_table(Isa::Scalar));
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> want(n / 32 * 34);
+  from_float_q8_0(x.data(), want.data(), n);
+  for (const OpsTable* t : all) {
+    std::vector<uint8_t> got(want.size() + 1, 0xab);
+    t->to_q8_0(x.data(), got.data(), n);
+    EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.end() - 1), want) << t->name;
+    EXPECT_EQ(got.back(), 0xab) << t->name << ": wrote past the end";
   }
 }
 

@@ -37,13 +37,13 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, cons
   }
 }
 
-// One row of n floats in the storage type (kv_row_bytes(type, n) bytes at dst). A block type
-// whose last block is partial quantizes a zero-padded copy.
 void store_f16(const float* src, void* dst, int64_t n) { to_f16(src, static_cast<uint16_t*>(dst), n); }
 void store_bf16(const float* src, void* dst, int64_t n) { to_bf16(src, static_cast<uint16_t*>(dst), n); }
 
+// One row of n floats in the storage type (kv_row_bytes(type, n) bytes at dst). A block type
+// whose last block is partial quantizes a zero-padded copy. F16, BF16 and Q8_0 go through the
+// vector kernels (kernels/ops.h: the same bits as their scalar from_float).
 void store_row(GgmlType type, const float* src, int64_t n, uint8_t* dst) {
-  // F16, BF16 and Q8_0 through the vector kernels (the same bits as their scalar from_float).
   const TypeTraits& tr = type_traits(type);
   FromFloatFn store = type == GgmlType::F16    ? store_f16
                       : type == GgmlType::BF16 ? store_bf16

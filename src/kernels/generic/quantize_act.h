@@ -1,7 +1,8 @@
 // Activation rows quantized for the 32-element block kernels (kernels/quant_pack.h's
-// Q32ActBlock), written once over an ISA's SIMD layer V (avx2::Vf, avx512::Vf) and
-// bit-identical to the reference from_float_q8_0 / q8_1 (and ggml's Q8_0 blocks for the KV cache): d = amax / 127, q = x * (127 / amax)
-// rounded ties-to-even and clamped to [-128, 127], d (and Q8_1's s = d * sum(q)) rounded to F16.
+// Q32ActBlock), and ggml's Q8_0 blocks for the Q8_0 KV cache, written once over an ISA's SIMD
+// layer V (avx2::Vf, avx512::Vf) and bit-identical to the reference from_float_q8_0 / q8_1:
+// d = amax / 127, q = x * (127 / amax) rounded ties-to-even and clamped to [-128, 127], d (and
+// Q8_1's s = d * sum(q)) rounded to F16.
 // amax ignores NaN lanes (V::max returns its second operand when either is NaN).
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit.
 #pragma once

@@ -21,10 +21,13 @@
 namespace lumen {
 namespace {
 
-std::vector<const OpsTable*> tables() {
+// The SIMD tables this CPU runs (and the scalar one: the conversions compare all three with
+// core's converters).
+std::vector<const OpsTable*> tables(bool with_scalar = false) {
   std::vector<const OpsTable*> v;
   for (Isa isa : {Isa::Avx2, Isa::Avx512})
     if (isa_supported(isa, cpu_features())) v.push_back(&ops_table(isa));
+  if (with_scalar) v.push_back(&ops_table(Isa::Scalar));
   return v;
 }
 
@@ -235,8 +238,7 @@ TEST(Ops, HalfConversionsAreBitExact) {
     x.push_back(std::bit_cast<float>(bits));
   for (float f : randn(1000, 5, 1e-5f)) x.push_back(f);  // F16 subnormals
   for (float f : randn(1000, 6, 3e4f)) x.push_back(f);   // near F16's overflow
-  std::vector<const OpsTable*> all = tables();
-  all.push_back(&ops_table(Isa::Scalar));
+  const std::vector<const OpsTable*> all = tables(/*with_scalar=*/true);
   for (const OpsTable* t : all) {
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{15}, int64_t{17}, static_cast<int64_t>(x.size())}) {
       for (bool bf16 : {false, true}) {
@@ -260,8 +262,7 @@ TEST(Ops, Q8_0BlocksAreBitExact) {
   for (int j = 0; j < 32; j++) x[64 + j] = 0.5f * static_cast<float>(j - 16);  // ties after scaling
   for (int j = 0; j < 32; j++) x[96 + j] *= 1e30f;
   for (int j = 0; j < 32; j++) x[128 + j] *= 1e-30f;
-  std::vector<const OpsTable*> all = tables();
-  all.push_back(&ops_table(Isa::Scalar));
+  const std::vector<const OpsTable*> all = tables(/*with_scalar=*/true);
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint8_t> want(n / 32 * 34);
   from_float_q8_0(x.data(), want.data(), n);

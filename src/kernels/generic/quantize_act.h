@@ -16,9 +16,9 @@ namespace lumen::quantize_act {
 namespace {
 
 // One block of 32 values at x: its quants to qs, d (before its F16 rounding) returned, the
-// quants' sum to *sum.
+// quants' sum to *sum. Inlined into its callers, as the loop body it was.
 template <class V>
-inline float block(const float* x, int8_t* qs, int32_t* sum) {
+inline __attribute__((always_inline)) float block(const float* x, int8_t* qs, int32_t* sum) {
   constexpr int kN = kQ32Block / V::kLanes;
   typename V::F v[kN];
   typename V::F m = V::zero();

@@ -26,9 +26,9 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, cons
     const int64_t run = std::min<int64_t>(bs - off, n - i);
     // Blocks a windowed group has released are never asked for (attention.h: KvRows).
     LUMEN_ASSERT(bi < s.n_blocks && s.table[bi] != kNullBlock);
-    const size_t block = static_cast<size_t>(s.table[bi]) * static_cast<size_t>(bs);
-    const uint8_t* k = s.k + block * s.row_k + static_cast<size_t>(hk * bs + off) * s.head_k;
-    const uint8_t* v = s.v + block * s.row_v + static_cast<size_t>(hk * bs + off) * s.head_v;
+    const int64_t slot = static_cast<int64_t>(s.table[bi]) * bs + off;
+    const uint8_t* k = s.k + s.map.offset(slot, hk, s.head_k);
+    const uint8_t* v = s.v + s.map.offset(slot, hk, s.head_v);
     for (int64_t j = 0; j < run; j++) {
       k_rows[i + j] = k + j * s.head_k;
       v_rows[i + j] = v + j * s.head_v;
@@ -75,6 +75,7 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
   if (layout.kv_dim_k % layout.n_head_kv != 0 || layout.kv_dim_v % layout.n_head_kv != 0)
     fail("KV rows of {}/{} elements do not split into {} heads", layout.kv_dim_k, layout.kv_dim_v, layout.n_head_kv);
   const size_t slots = static_cast<size_t>(n_blocks) * layout.block_size;
+  map_ = KvArenaMap::of(static_cast<int64_t>(slots), layout.block_size, layout.n_head_kv);
   // Each layer's K and V arenas start on a 64-byte boundary.
   auto round64 = [](size_t b) { return (b + 63) / 64 * 64; };
   k_bytes_ = round64(slots * layout.row_bytes_k());
@@ -103,13 +104,12 @@ void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* 
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
   LUMEN_ASSERT(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_ && n_rows >= 0 && n_rows <= layout_.block_size);
   const size_t bs = static_cast<size_t>(layout_.block_size);
-  const size_t rk = layout_.row_bytes_k(), rv = layout_.row_bytes_v();
   const size_t hk = layout_.head_bytes_k(), hv = layout_.head_bytes_v();
-  // Each head's first n_rows slices (blocks are head-major).
+  // Each head's first n_rows slices (a block's slices of one head are contiguous).
   for (int64_t l = 0; l < groups_.layers_per_group; l++)
-    for (size_t h = 0; h < static_cast<size_t>(layout_.n_head_kv); h++) {
-      std::memcpy(k_base(l) + dst * bs * rk + h * bs * hk, k_base(l) + src * bs * rk + h * bs * hk, n_rows * hk);
-      std::memcpy(v_base(l) + dst * bs * rv + h * bs * hv, v_base(l) + src * bs * rv + h * bs * hv, n_rows * hv);
+    for (int64_t h = 0; h < layout_.n_head_kv; h++) {
+      std::memcpy(k_base(l) + map_.offset(dst * bs, h, hk), k_base(l) + map_.offset(src * bs, h, hk), n_rows * hk);
+      std::memcpy(v_base(l) + map_.offset(dst * bs, h, hv), v_base(l) + map_.offset(src * bs, h, hv), n_rows * hv);
     }
 }
 
@@ -118,8 +118,7 @@ PagedKvSource KvStorage::source(int64_t layer, std::span<const BlockId> table) c
   LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer);
   s.k = k_layer(layer);
   s.v = v_layer(layer);
-  s.row_k = layout_.row_bytes_k();
-  s.row_v = layout_.row_bytes_v();
+  s.map = map_;
   s.head_k = layout_.head_bytes_k();
   s.head_v = layout_.head_bytes_v();
   s.table = table.data();

@@ -122,5 +122,71 @@ TEST(KvStorage, RefusesOtherTypesByName) {
   }
 }
 
+// The arena map: every (slot, head) slice has a place of its own, together exactly filling the
+// arena, whatever the block size and however short the last span; a head's slices of one span
+// (so of one block) are consecutive.
+TEST(KvStorage, ArenaMapFillsTheArenaWithHeadMajorSpans) {
+  for (int32_t bs : {1, 4, 16, 48, 1000, 1500})
+    for (int64_t n_blocks : {int64_t{1}, int64_t{3}, int64_t{5000} / bs + 1})
+      for (int64_t n_head : {1, 3}) {
+        SCOPED_TRACE(testing::Message() << "block size " << bs << ", " << n_blocks << " blocks, " << n_head << " heads");
+        const int64_t n_slots = n_blocks * bs;
+        const KvArenaMap map = KvArenaMap::of(n_slots, bs, n_head);
+        ASSERT_EQ(map.span % bs, 0);
+        ASSERT_GE(map.span, kKvSpanSlots);
+        std::vector<char> seen(static_cast<size_t>(n_slots * n_head), 0);
+        for (int64_t slot = 0; slot < n_slots; slot++)
+          for (int64_t h = 0; h < n_head; h++) {
+            const size_t at = map.offset(slot, h, 1);
+            ASSERT_LT(at, seen.size());
+            ASSERT_EQ(seen[at], 0) << "slot " << slot << " head " << h;
+            seen[at] = 1;
+            if ((slot + 1) % map.span != 0 && slot + 1 < n_slots) {
+              ASSERT_EQ(map.offset(slot + 1, h, 1), at + 1);
+            }
+          }
+        EXPECT_EQ(map.offset(n_slots - 1, n_head - 1, 40), (static_cast<size_t>(n_slots * n_head) - 1) * 40);
+      }
+}
+
+// Rows written across several spans (the last one short) read back where they were written, and
+// copy_rows copies a block's first rows of every head between spans and nothing else.
+TEST(KvStorage, RowsAcrossSpansAndCopies) {
+  KvLayout layout;
+  layout.n_layer = 2;
+  layout.n_head_kv = 2;
+  layout.kv_dim_k = layout.kv_dim_v = 2 * 8;
+  layout.k_type = GgmlType::F32;
+  layout.v_type = GgmlType::F16;
+  layout.block_size = 16;
+  const int32_t n_blocks = static_cast<int32_t>(2 * kKvSpanSlots / 16 + 22);  // 2 whole spans and a short one
+  KvStorage kv(layout, n_blocks);
+  // Slot s, head h, element i holds s * 100 + h * 10 + i (exact in F16 below 2048: small slots).
+  auto value = [](int64_t s, int64_t h, int64_t i) { return static_cast<float>((s % 20) * 100 + h * 10 + i); };
+  for (int64_t s = 0; s < kv.n_slots(); s++) {
+    std::vector<float> row(16);
+    for (int64_t h = 0; h < 2; h++)
+      for (int64_t i = 0; i < 8; i++) row[h * 8 + i] = value(s, h, i);
+    kv.write(1, s, row.data(), row.data());
+  }
+  auto check = [&](int64_t slot, int64_t as_slot) {
+    for (int64_t h = 0; h < 2; h++) {
+      std::vector<float> k(8), v(8);
+      kv_row_to_float(GgmlType::F32, kv.k_head(1, slot, h), 0, 8, k.data());
+      kv_row_to_float(GgmlType::F16, kv.v_head(1, slot, h), 0, 8, v.data());
+      for (int64_t i = 0; i < 8; i++) {
+        ASSERT_EQ(k[i], value(as_slot, h, i)) << "slot " << slot << " head " << h;
+        ASSERT_EQ(v[i], value(as_slot, h, i)) << "slot " << slot << " head " << h;
+      }
+    }
+  };
+  for (int64_t s = 0; s < kv.n_slots(); s++) check(s, s);
+  const BlockId src = 3, dst = n_blocks - 2;  // span 0 into the short last span
+  kv.copy_rows(src, dst, 5);
+  for (int64_t r = 0; r < 16; r++) check(dst * 16 + r, r < 5 ? src * 16 + r : dst * 16 + r);
+  check((dst - 1) * 16 + 15, (dst - 1) * 16 + 15);
+  check((dst + 1) * 16, (dst + 1) * 16);
+}
+
 }  // namespace
 }  // namespace lumen

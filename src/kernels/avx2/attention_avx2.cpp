@@ -115,9 +115,12 @@ struct Attn {
   static constexpr int kRows = 1;
   // K row-major, round16(dk) floats per key, like V.
   static attention_tile::RowsFn stage_k_for(GgmlType t) { return Stage::rows_for(t); }
+  // V always staged: one row per pass makes a group's passes many, each re-reading V.
+  static bool v_in_place(GgmlType, int64_t, int64_t) { return false; }
   static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
-                         const float* kbuf, const float* vbuf, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
-                         attention_tile::Ahead& ahead, int64_t share) {
+                         const float* kbuf, const attention_tile::Values& values, int64_t lo, int64_t nk,
+                         const Row* rows, float* pbuf, attention_tile::Ahead& ahead, int64_t share) {
+    const float* vbuf = values.staged;
     // One row per pass: passes are many (8 per block for a group of 8), so each issues its
     // share of the next block's prefetches up front.
     ahead.lines(share);

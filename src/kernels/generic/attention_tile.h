@@ -8,7 +8,9 @@
 //  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
 //  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
 //  - A::rows_block: the scores (soft-capped with softcap > 0), online softmax and P.V of those
-//    rows against the block, issuing its share of the next block's prefetches (Ahead).
+//    rows against the block, issuing its share of the next block's prefetches (Ahead);
+//  - A::v_in_place(type, dv, passes): whether the row passes read V's slices where they are
+//    stored (Values) instead of a staged F32 copy.
 // Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
 // and on which chunk of A::kRows of its group it is in, never on the other queries of the
 // tile, so a query gets the same bits in decode and in prefill. Free of library inline code
@@ -61,6 +63,15 @@ struct Ahead {
       if (++line == k_lines + v_lines) line = 0, j++;
     }
   }
+};
+
+// The block's V as the row passes read it: staged (F32 rows dvp floats apart in `staged`) or,
+// where the ISA's A::v_in_place said so, in place (`rows`: the fetched slices, of `type`).
+// Converting an element type to F32 is exact, so both give the same bits.
+struct Values {
+  const float* staged = nullptr;
+  const uint8_t* const* rows = nullptr;
+  GgmlType type = GgmlType::F32;
 };
 
 // Slices [lo, nb) of a block (the ones fetched) -> buf in the stager's layout; `line` is scratch
@@ -180,6 +191,9 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   static_assert(A::kRows <= 4, "attention_scratch_floats holds 4 probability rows");
   const RowsFn stage_k = A::stage_k_for(p.k_type);
   const RowsFn stage_v = Stage<V>::rows_for(p.v_type);
+  const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
+  const bool v_in_place = A::v_in_place(p.v_type, dv, qs.n_q * chunks);
+  const Values values{vbuf, v_in_place ? v_rows : nullptr, p.v_type};
 
   int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
   for (int64_t i = 0; i < qs.n_q; i++) {
@@ -205,7 +219,6 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     const int64_t lo = min_begin - j_first;
     kv.fetch(kv.ctx, min_begin, min64(kB, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
   }
-  const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
   for (int64_t j0 = j_first; j0 < max_kv; j0 += kB) {
     const int64_t nb = min64(kB, max_kv - j0);
     const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
@@ -214,9 +227,9 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     ahead.j = ahead.line = 0;
     if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
-    // the tile's query rows.
+    // the tile's query rows (V only where the passes do not read it in place).
     stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
-    stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
+    if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).
     const int64_t passes = qs.n_q * chunks;
@@ -235,7 +248,7 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
           q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
           rows[k] = Row{o + r * dvp, mx + r, ls + r};
         }
-        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, vbuf, k_lo, nk, rows, pbuf, ahead, share);
+        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, values, k_lo, nk, rows, pbuf, ahead, share);
       }
     }
     ahead.lines(ahead.total());  // whatever the passes left (none when every pass took its share)

@@ -6,7 +6,6 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
-#include <cstdlib>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -29,7 +28,6 @@ void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type,
   layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
   layout.k_type = k_type;
   layout.v_type = v_type;
-  if (const char* e = getenv("BS")) layout.block_size = atoi(e);
   const int32_t n_blocks = static_cast<int32_t>((n_kv + layout.block_size - 1) / layout.block_size);
   KvStorage kv(layout, n_blocks);
   std::vector<BlockId> table(n_blocks);

@@ -27,8 +27,9 @@ void fetch_paged_rows(const void* ctx, int64_t pos0, int64_t n, int64_t hk, cons
     // Blocks a windowed group has released are never asked for (attention.h: KvRows).
     LUMEN_ASSERT(bi < s.n_blocks && s.table[bi] != kNullBlock);
     const int64_t slot = static_cast<int64_t>(s.table[bi]) * bs + off;
-    const uint8_t* k = s.k + s.map.offset(slot, hk, s.head_k);
-    const uint8_t* v = s.v + s.map.offset(slot, hk, s.head_v);
+    const size_t at = s.map.index(slot, hk);
+    const uint8_t* k = s.k + at * s.head_k;
+    const uint8_t* v = s.v + at * s.head_v;
     for (int64_t j = 0; j < run; j++) {
       k_rows[i + j] = k + j * s.head_k;
       v_rows[i + j] = v + j * s.head_v;

@@ -62,13 +62,14 @@ struct KvArenaMap {
   static KvArenaMap of(int64_t n_slots, int32_t block_size, int64_t n_head) {
     return KvArenaMap{n_slots, (kKvSpanSlots + block_size - 1) / block_size * block_size, n_head};
   }
-  // Bytes from the arena's start to head h's slice of slot, head_bytes per slice.
-  size_t offset(int64_t slot, int64_t h, size_t head_bytes) const {
+  // Head h's slice of slot is slice index(slot, h) of the arena: it starts index * head_bytes
+  // bytes in (K and V share the index).
+  size_t index(int64_t slot, int64_t h) const {
     const int64_t s0 = slot / span * span;
     const int64_t len = span < n_slots - s0 ? span : n_slots - s0;
-    return (static_cast<size_t>(s0) * static_cast<size_t>(n_head) + static_cast<size_t>(h * len + slot - s0)) *
-           head_bytes;
+    return static_cast<size_t>(s0) * static_cast<size_t>(n_head) + static_cast<size_t>(h * len + slot - s0);
   }
+  size_t offset(int64_t slot, int64_t h, size_t head_bytes) const { return index(slot, h) * head_bytes; }
 };
 
 // The row source attention reads one sequence's K/V through (KvRows::ctx points at it).

@@ -76,7 +76,8 @@ KvStorage::KvStorage(const KvLayout& layout, int32_t n_blocks)
   if (layout.kv_dim_k % layout.n_head_kv != 0 || layout.kv_dim_v % layout.n_head_kv != 0)
     fail("KV rows of {}/{} elements do not split into {} heads", layout.kv_dim_k, layout.kv_dim_v, layout.n_head_kv);
   const size_t slots = static_cast<size_t>(n_blocks) * layout.block_size;
-  map_ = KvArenaMap::of(static_cast<int64_t>(slots), layout.block_size, layout.n_head_kv);
+  map_ = KvArenaMap::of(static_cast<int64_t>(slots), layout.block_size, layout.n_head_kv,
+                        std::max(layout.row_bytes_k(), layout.row_bytes_v()));
   // Each layer's K and V arenas start on a 64-byte boundary.
   auto round64 = [](size_t b) { return (b + 63) / 64 * 64; };
   k_bytes_ = round64(slots * layout.row_bytes_k());

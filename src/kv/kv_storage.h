@@ -45,22 +45,25 @@ struct KvLayout {
 };
 
 // Where head h's slice of a slot lies in a layer's K or V arena. The arena is cut into spans of
-// `span` slots (whole blocks, kKvSpanSlots rounded up), each span head-major: head 0's slices of
-// the span's slots, then head 1's, and so on. Attention reads one head at a time, so over a
-// sequence whose blocks are consecutive (the pool hands free blocks out in order) it streams
-// runs of up to `span` slices, long enough for the hardware prefetcher to follow: with the heads
-// of each block side by side, a head's 16-position block was a 2 KiB run the prefetcher did not
-// follow, and TinyLlama's decode attention at 4,096 positions took ~1.4x as long. A span is
-// still small enough that the first tokens commit only the huge pages of the first span.
-constexpr int64_t kKvSpanSlots = 1024;
+// `span` slots (whole blocks), each span head-major: head 0's slices of the span's slots, then
+// head 1's, and so on. Attention reads one head at a time, so over a sequence whose blocks are
+// consecutive (the pool hands free blocks out in order) it streams runs of up to `span` slices,
+// long enough for the hardware prefetcher to follow: with the heads of each block side by side,
+// a head's 16 positions were 2 KiB runs, and TinyLlama's decode attention at 4,096 positions
+// took ~1.5x as long. A span holds at most kKvSpanBytes of rows (one huge page), so the first
+// tokens commit no more pages than with every block's heads together.
+constexpr size_t kKvSpanBytes = size_t{2} << 20;
 
 struct KvArenaMap {
   int64_t n_slots = 0;  // the arena's slots; the last span may be shorter
   int64_t span = 0;     // slots per span, a multiple of the block size
   int64_t n_head = 0;
 
-  static KvArenaMap of(int64_t n_slots, int32_t block_size, int64_t n_head) {
-    return KvArenaMap{n_slots, (kKvSpanSlots + block_size - 1) / block_size * block_size, n_head};
+  // The one map of a layout's K and V arenas (they share slice indices): the most whole blocks
+  // whose rows (the larger of K's and V's) fit kKvSpanBytes, at least one block.
+  static KvArenaMap of(int64_t n_slots, int32_t block_size, int64_t n_head, size_t row_bytes) {
+    const int64_t blocks = static_cast<int64_t>(kKvSpanBytes / (row_bytes * static_cast<size_t>(block_size)));
+    return KvArenaMap{n_slots, (blocks > 1 ? blocks : 1) * block_size, n_head};
   }
   // Head h's slice of slot is slice index(slot, h) of the arena: it starts index * head_bytes
   // bytes in (K and V share the index).

@@ -3,6 +3,7 @@
 // last block with zeros; row sizes follow kv_row_bytes; other types are refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -131,9 +132,11 @@ TEST(KvStorage, ArenaMapFillsTheArenaWithHeadMajorSpans) {
       for (int64_t n_head : {1, 3}) {
         SCOPED_TRACE(testing::Message() << "block size " << bs << ", " << n_blocks << " blocks, " << n_head << " heads");
         const int64_t n_slots = n_blocks * bs;
-        const KvArenaMap map = KvArenaMap::of(n_slots, bs, n_head);
+        const size_t row = 8 * 1024;  // bytes of a slot's heads: spans of 256 slots, or one block
+        const KvArenaMap map = KvArenaMap::of(n_slots, bs, n_head, row);
         ASSERT_EQ(map.span % bs, 0);
-        ASSERT_GE(map.span, kKvSpanSlots);
+        ASSERT_TRUE(map.span == bs || static_cast<size_t>(map.span) * row <= kKvSpanBytes);
+        ASSERT_GT(static_cast<size_t>(map.span + bs) * row, kKvSpanBytes);
         std::vector<char> seen(static_cast<size_t>(n_slots * n_head), 0);
         for (int64_t slot = 0; slot < n_slots; slot++)
           for (int64_t h = 0; h < n_head; h++) {
@@ -159,7 +162,9 @@ TEST(KvStorage, RowsAcrossSpansAndCopies) {
   layout.k_type = GgmlType::F32;
   layout.v_type = GgmlType::F16;
   layout.block_size = 16;
-  const int32_t n_blocks = static_cast<int32_t>(2 * kKvSpanSlots / 16 + 22);  // 2 whole spans and a short one
+  // 2 whole spans and a short one.
+  const int64_t span = KvArenaMap::of(1, 16, 2, std::max(layout.row_bytes_k(), layout.row_bytes_v())).span;
+  const int32_t n_blocks = static_cast<int32_t>(2 * span / 16 + 22);
   KvStorage kv(layout, n_blocks);
   // Slot s, head h, element i holds s * 100 + h * 10 + i (exact in F16 below 2048: small slots).
   auto value = [](int64_t s, int64_t h, int64_t i) { return static_cast<float>((s % 20) * 100 + h * 10 + i); };

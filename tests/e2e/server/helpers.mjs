@@ -46,7 +46,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-// Starts `lumen serve -m MODEL --port 0 -t 1 ...args` and resolves when /health answers 200.
+// Starts `lumen serve -m MODEL --port 0 -t 1 ...args` and resolves when /health answers 200 and
+// the "ready" line is on stderr.
 // opts.env: extra environment; opts.apiKey: the key clients send (for client()/request());
 // opts.threads: engine threads (default 1; null: the server's default, all cores). One thread
 // by default because the client runs on the same (often 2-core, often busy) machine: with every
@@ -150,6 +151,13 @@ export async function startServer(args = [], opts = {}) {
     }
     if (Date.now() > deadline) throw new Error(`/health never answered 200; stderr:\n${stderr}`);
     await sleep(20);
+  }
+  // The server writes its "ready" line before /health turns 200, but that line comes through the
+  // stderr pipe, whose events Node may deliver after the /health response: wait for it too, so
+  // tests that read the line do not race it.
+  while (!/lumen: ready/.test(stderr)) {
+    if (Date.now() > deadline) throw new Error(`no "ready" line on stderr; stderr:\n${stderr}`);
+    await sleep(5);
   }
   return server;
 }

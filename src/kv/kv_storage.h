@@ -2,10 +2,11 @@
 // KV cache group (kv_groups.h: all layers for a model without sliding windows): one arena per
 // layer of a group for K and one for V, each n_blocks x block_size slots (a slot: one position's
 // KV head slices, each stored as a GGUF-style row of its own of F32, F16, BF16, Q8_0 or Q4_0; K
-// and V may differ; where the slices lie: KvArenaMap), mapped once at start-up (pages are committed as they are first written). Layer il's
-// rows of block b live in arena layer_slot[il]: which group a block serves is the
-// KvCacheManager's business, as is which block belongs to whom; KvStorage only writes rows to
-// slots and hands attention a row source over a block table.
+// and V may differ; where the slices lie: KvArenaMap), mapped once at start-up (pages are
+// committed as they are first written). Layer il's rows of block b live in arena
+// layer_slot[il]: which group a block serves is the KvCacheManager's business, as is which block
+// belongs to whom; KvStorage only writes rows to slots and hands attention a row source over a
+// block table.
 #pragma once
 
 #include <cstddef>
@@ -47,10 +48,11 @@ struct KvLayout {
 // Where head h's slice of a slot lies in a layer's K or V arena. The arena is cut into spans of
 // `span` slots (whole blocks), each span head-major: head 0's slices of the span's slots, then
 // head 1's, and so on. Attention reads one head at a time, so over a sequence whose blocks are
-// consecutive (the pool hands free blocks out in order) it streams runs of up to `span` slices,
-// long enough for the hardware prefetcher to follow: with the heads of each block side by side,
-// a head's 16 positions were 2 KiB runs, and TinyLlama's decode attention at 4,096 positions
-// took ~1.5x as long. A span holds at most kKvSpanBytes of rows (one huge page), so the first
+// consecutive (the pool hands free blocks out in order) it reads runs of up to `span` slices.
+// With the heads of each block side by side, a head's 16 positions were 2 KiB runs 6 KiB apart,
+// and TinyLlama's decode attention at 4,096 positions took ~1.5x as long with the same software
+// prefetches (what serves long runs better, DRAM pages, the TLB or the hardware prefetchers,
+// was not separated). A span holds at most kKvSpanBytes of rows (one huge page), so the first
 // tokens commit no more pages than with every block's heads together.
 constexpr size_t kKvSpanBytes = size_t{2} << 20;
 

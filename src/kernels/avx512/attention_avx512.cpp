@@ -115,8 +115,8 @@ void pv(const Row* rows, const __m512* alpha, const VS& vs, int64_t dvp, int64_t
 // `share` lines of the next block (attention_tile::Ahead).
 template <int R>
 void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap, const float* kt,
-                const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf, attention_tile::Ahead& ahead,
-                int64_t share) {
+                const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                attention_tile::Ahead& ahead, int64_t share) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 acc[R][4];
 #pragma GCC unroll 4

@@ -192,7 +192,8 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   const RowsFn stage_k = A::stage_k_for(p.k_type);
   const RowsFn stage_v = Stage<V>::rows_for(p.v_type);
   const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
-  const bool v_in_place = A::v_in_place(p.v_type, dv, qs.n_q * chunks);
+  const int64_t passes = qs.n_q * chunks;                     // row passes per block
+  const bool v_in_place = A::v_in_place(p.v_type, dv, passes);
   const Values values{vbuf, v_in_place ? v_rows : nullptr, p.v_type};
 
   int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
@@ -232,7 +233,6 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).
-    const int64_t passes = qs.n_q * chunks;
     const int64_t share = (ahead.total() + passes - 1) / passes;
     for (int64_t i = 0; i < qs.n_q; i++) {
       const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;

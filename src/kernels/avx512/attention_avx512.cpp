@@ -241,8 +241,8 @@ StageKFn k_stager(GgmlType t) {
     case GgmlType::F32: return stage_k<Stage::LoadF32>;
     case GgmlType::F16: return stage_k<Stage::LoadF16>;
     case GgmlType::BF16: return stage_k<Stage::LoadBF16>;
-    case GgmlType::Q8_0: return stage_k_lines<Stage::blocks<Stage::Q8_0Blocks>>;
-    case GgmlType::Q4_0: return stage_k_lines<Stage::blocks<Stage::Q4_0Blocks>>;
+    case GgmlType::Q8_0: return stage_k<Stage::LoadBlocks<Stage::Q8_0Blocks>>;
+    case GgmlType::Q4_0: return stage_k<Stage::LoadBlocks<Stage::Q4_0Blocks>>;
     default: return stage_k_lines<Stage::any>;
   }
 }

@@ -119,6 +119,19 @@ struct Stage {
     }
   };
 
+  // A block type read like the element types (LoadF16's interface): the chunk of kLanes
+  // elements from element e (a multiple of kLanes) of a stored slice, with its block's scale.
+  // The slice is whole blocks padded with zeros (attention.h), so a chunk past n reads its own
+  // padding: finite values in elements the passes never use.
+  template <class Q>
+  struct LoadBlocks {
+    static F full(const uint8_t* row, int64_t e) {
+      const uint8_t* b = row + e / 32 * Q::kBytes;
+      return Q::chunk(b, e % 32, V::set1_f16(b));
+    }
+    static F load(const uint8_t* row, int64_t e, int64_t) { return full(row, e); }
+  };
+
   template <class L>
   static void line(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
     int64_t c = 0;

@@ -71,7 +71,8 @@ void BM_AttentionDecode(benchmark::State& state) { attention_decode(state, GgmlT
 void BM_AttentionDecodeKv(benchmark::State& state) {
   attention_decode(state, static_cast<GgmlType>(state.range(5)), static_cast<GgmlType>(state.range(6)));
 }
-// Args as BM_AttentionDecode; 22 layers, so at 4,096 keys the F16 cache (88 MiB) is in DRAM.
+// Args as BM_AttentionDecode; 22 layers, so at 4,096 keys the F16 cache (88 MiB for TinyLlama)
+// is in DRAM. Fewer KV heads than threads (or not a multiple of them): the decode's spans split.
 void BM_AttentionDecodeDeep(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16, 22); }
 // TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
 BENCHMARK(BM_AttentionDecode)
@@ -84,6 +85,8 @@ BENCHMARK(BM_AttentionDecode)
 BENCHMARK(BM_AttentionDecodeDeep)
     ->Args({32, 4, 64, 4096, 2})
     ->Args({32, 4, 64, 4096, 1})
+    ->Args({9, 3, 64, 4096, 2})    // SmolLM-135M: 3 KV heads on 2 threads
+    ->Args({4, 1, 256, 4096, 2})   // Gemma 3 1B: one KV head
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 // TinyLlama's shape at 2048 keys, one thread: F16, Q8_0, Q4_0 and Q8_0 K with Q4_0 V.

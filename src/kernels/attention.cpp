@@ -84,10 +84,11 @@ size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t m
   const int64_t group = p.n_head / p.n_head_kv;
   const int64_t rows = n_q * group;
   const int64_t dk = round16(p.head_dim_k), dv = round16(p.head_dim_v);
-  // SIMD tiles: per query row its output accumulator, max and sum; one key block dequantized
+  // SIMD tiles: per query row its output accumulator, max and sum, for the current span and the
+  // spans before; one key block dequantized
   // to F32 (and its K rows once more before AVX-512's transpose); the block's probabilities for
   // up to 4 rows; 4 x 64 row pointers (2 floats each); alignment slack.
-  const int64_t simd = rows * dv + 2 * round16(rows) + kAttentionKeyBlock * (2 * dk + dv) + 4 * kAttentionKeyBlock +
+  const int64_t simd = 2 * (rows * dv + 2 * round16(rows)) + kAttentionKeyBlock * (2 * dk + dv) + 4 * kAttentionKeyBlock +
                        4 * kAttentionKeyBlock * 2 + 64;
   // Reference: every score of one query row, its output row, one K and one V row as floats,
   // 2 x 64 row pointers.
@@ -161,6 +162,14 @@ struct Tile {
   int64_t first, count;  // range in the sequence's token list
   int64_t max_kv;
   int64_t span;          // keys the tile walks: max_kv less its smallest kv_begin
+  int64_t key_lo = 0, key_hi = INT64_MAX;  // one span of a split (AttentionQueries)
+  int64_t partial = -1;                    // and the offset of its states in DriverState::partial
+};
+
+// The spans of one split tile, merged after every span has run.
+struct Merge {
+  int64_t seq, hk, first, count;
+  int64_t partial, n_spans;
 };
 
 // Per calling thread: reused across layers and calls, so nothing is allocated per token once
@@ -171,8 +180,15 @@ struct DriverState {
   std::vector<int64_t> seq_start;         // per batch sequence: offset into order (n_seq + 1)
   std::vector<int64_t> seq_of;            // per batch sequence: fill cursor of the counting sort
   std::vector<Tile> tiles;
+  std::vector<Merge> merges;
+  std::vector<float> partial;              // the split spans' row states
   std::vector<std::vector<float>> scratch;  // per pool thread
 };
+
+// DriverState::partial from its first 64-byte boundary (the tiles store whole vectors).
+float* aligned_partial(DriverState& st) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(st.partial.data()) + 63) & ~uintptr_t{63});
+}
 
 }  // namespace
 
@@ -227,11 +243,45 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
         st.tiles.push_back(Tile{static_cast<int64_t>(si), hk, first, count, max_kv, max_kv - min_begin});
     }
   }
+  // Fewer tiles than threads (a decode of few sequences, one tile per KV head, on many cores;
+  // one KV head on any) leave threads idle: the tiles' spans are cut into pieces of
+  // consecutive spans, each a tile of its own, whose span states are merged afterwards (the
+  // same bits as one tile walking them all). About two pieces per thread: each piece starts
+  // with a block nothing prefetched (~6 us per piece; measured on 2 threads, 3 KV heads at
+  // 4,096 keys did no better split than unbalanced). The reference walks every key of a query
+  // in one pass and is never split.
+  st.merges.clear();
+  const int64_t want = 2 * pool.n_threads(), n_tiles = static_cast<int64_t>(st.tiles.size());
+  if (kernel != attention_tile_reference && n_tiles < pool.n_threads()) {
+    const int64_t stride = attention_partial_floats(p), per_tile = (want + n_tiles - 1) / n_tiles;
+    int64_t floats = 0;
+    for (int64_t ti = 0; ti < n_tiles; ti++) {
+      const Tile t = st.tiles[ti];
+      const int64_t s_lo = (t.max_kv - t.span) / kAttentionSpan, n_spans = (t.max_kv - 1) / kAttentionSpan - s_lo + 1;
+      const int64_t pieces = std::min(per_tile, n_spans);
+      if (pieces < 2) continue;
+      const int64_t n_rows = t.count * group;
+      st.merges.push_back(Merge{t.seq, t.hk, t.first, t.count, floats, n_spans});
+      for (int64_t k = 0; k < pieces; k++) {
+        const int64_t a = s_lo + k * n_spans / pieces, b = s_lo + (k + 1) * n_spans / pieces;  // spans [a, b)
+        Tile part = t;
+        part.key_lo = a * kAttentionSpan;
+        part.key_hi = b * kAttentionSpan;
+        part.span = std::min(t.max_kv, part.key_hi) - std::max(t.max_kv - t.span, part.key_lo);
+        part.partial = floats + (a - s_lo) * n_rows * stride;
+        if (k == 0) st.tiles[ti] = part;
+        else st.tiles.push_back(part);
+      }
+      floats += n_spans * n_rows * stride;
+    }
+    if (st.partial.size() < static_cast<size_t>(floats + 16)) st.partial.resize(static_cast<size_t>(floats + 16));
+  }
   // Ties keep their creation order (first, hk): the order stable_sort would give, without the
   // temporary buffer it allocates on every call (this runs per layer per token).
   std::sort(st.tiles.begin(), st.tiles.end(), [](const Tile& a, const Tile& b) {
     if (a.span != b.span) return a.span > b.span;
-    return a.first != b.first ? a.first < b.first : a.hk < b.hk;
+    if (a.first != b.first) return a.first < b.first;
+    return a.hk != b.hk ? a.hk < b.hk : a.key_lo < b.key_lo;
   });
 
   int64_t max_kv = 0;
@@ -254,7 +304,23 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
       qs.n_kv = &st.n_kv[t.first];
       qs.kv_begin = &st.kv_begin[t.first];
       qs.n_q = t.count;
+      qs.key_lo = t.key_lo;
+      qs.key_hi = t.key_hi;
+      qs.partial = t.partial >= 0 ? aligned_partial(st) + t.partial : nullptr;
       kernel(p, rows, qs, t.hk, st.scratch[thread].data());
+    }
+  });
+  if (st.merges.empty()) return;
+  const AttentionMergeFn merge = isa == Isa::Avx512 ? attention_merge_avx512 : attention_merge_avx2;
+  pool.parallel_for(static_cast<int64_t>(st.merges.size()), 1, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t i = b; i < e; i++) {
+      const Merge& m = st.merges[i];
+      AttentionQueries qs;
+      qs.out = out;
+      qs.ldo = ldo;
+      qs.rows = &st.order[m.first];
+      qs.n_q = m.count;
+      merge(p, qs, m.hk, aligned_partial(st) + m.partial, m.n_spans, st.scratch[thread].data());
     }
   });
 }

@@ -19,6 +19,11 @@ namespace lumen {
 class ThreadPool;
 
 constexpr int64_t kAttentionKeyBlock = 64;
+// Keys are also grouped in spans of kAttentionSpan positions (aligned to multiples of it from
+// position 0), each with its own softmax state, folded in span order (flash-decoding's split):
+// a long decode's spans can then run on several threads, one KV head no longer bounding its
+// parallelism, with the same bits as one tile walking them all.
+constexpr int64_t kAttentionSpan = 512;
 
 struct AttentionParams {
   int64_t n_head = 0;     // query heads; a multiple of n_head_kv
@@ -81,7 +86,17 @@ struct AttentionQueries {
   const int64_t* n_kv = nullptr;
   const int64_t* kv_begin = nullptr;
   int64_t n_q = 0;
+  // A piece of a span split (attention()): the tile walks only keys [key_lo, key_hi) (whole
+  // spans) and writes each span's unnormalised state of each row, instead of out, to partial +
+  // (span * rows + row) * attention_partial_floats(p) (span counted from key_lo; row: query
+  // i's head g of the group at i * group + g).
+  int64_t key_lo = 0, key_hi = INT64_MAX;
+  float* partial = nullptr;
 };
+
+// Floats of one row's span state: its output accumulator (round16(head_dim_v)), max, sum and
+// whether the span held any of its keys (padded to 16).
+inline int64_t attention_partial_floats(const AttentionParams& p) { return (p.head_dim_v + 15) / 16 * 16 + 16; }
 
 // One tile: the queries' heads of KV head hk's group. scratch holds
 // attention_scratch_floats(p, n_q, max_kv) floats (any alignment; max_kv = the largest n_kv).
@@ -96,6 +111,16 @@ void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const Atten
 void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
                            float* scratch);
 AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scalar
+
+// The merge of a span split: `partials` holds n_spans states (span-major) of every row of the
+// queries, as the split's tiles wrote them; folds them in span order exactly as one tile walking
+// every span would and writes the outputs. scratch: attention_partial_floats(p) + 16 floats.
+using AttentionMergeFn = void (*)(const AttentionParams& p, const AttentionQueries& qs, int64_t hk,
+                                  const float* partials, int64_t n_spans, float* scratch);
+void attention_merge_avx2(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
+                          int64_t n_spans, float* scratch);
+void attention_merge_avx512(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
+                            int64_t n_spans, float* scratch);
 
 // The sequences and queries of one layer's attention over a batch: token t (of sequence
 // seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]] (with a

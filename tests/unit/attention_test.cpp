@@ -276,6 +276,52 @@ TEST(Attention, QueryResultIndependentOfBatch) {
         }
 }
 
+// Queries past kAttentionSpan keys: the tiles fold their spans' softmax states in order. Against
+// the reference (one pass over every key), windows starting inside a span included.
+TEST(Attention, SpansFoldedInOrderMatchReference) {
+  const auto isas = simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
+  ThreadPool pool(2);
+  for (int64_t window : {0, 700})
+    for (KvTypes types : {KvTypes{GgmlType::F32, GgmlType::F32}, KvTypes{GgmlType::F16, GgmlType::F16},
+                          KvTypes{GgmlType::Q8_0, GgmlType::Q4_0}})
+      for (const Shape& sh : {Shape{4, 1, 64, 64}, Shape{6, 3, 24, 40}}) {
+        SCOPED_TRACE(testing::Message() << name_of(types) << " window " << window << " dims " << sh.dk << "/" << sh.dv);
+        const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types,
+                                      {2 * kAttentionSpan + 77, kAttentionSpan + 1}, 51, window);
+        const auto want = run(s, Isa::Scalar, pool);
+        for (Isa isa : isas) expect_match(s, run(s, isa, pool), want, isa_name(isa));
+      }
+}
+
+// A decode of one sequence has one tile per KV head; with fewer of them than threads,
+// attention() cuts their keys into pieces of whole spans, run as tiles of their own, and merges
+// the spans. The result is the unsplit one's (the query inside a whole prefill batch), bit for
+// bit, whatever the threads (1 KV head splits on 2 and 4, 3 KV heads on 4).
+TEST(Attention, SplitSpansGiveTheUnsplitBits) {
+  const auto isas = simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
+  ThreadPool pool1(1), pool2(2), pool4(4);
+  for (int64_t window : {0, 700})
+    for (KvTypes types : {KvTypes{GgmlType::F16, GgmlType::F16}, KvTypes{GgmlType::Q8_0, GgmlType::Q4_0}})
+      for (const Shape& sh : {Shape{4, 1, 64, 64}, Shape{9, 3, 64, 64}, Shape{6, 3, 24, 40}})
+        for (Isa isa : isas) {
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << name_of(types) << " window " << window << " dims "
+                                          << sh.n_head << "/" << sh.n_head_kv << " " << sh.dk << "/" << sh.dv);
+          const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types, {3 * kAttentionSpan + 5}, 52, window);
+          const auto all = run(s, isa, pool2);  // hundreds of tiles: none split
+          const int64_t n = static_cast<int64_t>(s.seq_ids.size());
+          for (ThreadPool* pool : {&pool1, &pool2, &pool4})
+            for (int64_t t : {n - 1, 2 * kAttentionSpan, kAttentionSpan + 3, kAttentionSpan - 1}) {
+              std::vector<float> out(s.ldo);
+              attention(s.p, batch_of(s, &s.seq_ids[t], &s.positions[t], 1), s.q.data() + t * s.ldq, s.ldq, out.data(),
+                        s.ldo, *pool, isa);
+              for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++)
+                ASSERT_EQ(out[i], all[t * s.ldo + i]) << pool->n_threads() << " threads, token " << t << " elem " << i;
+            }
+        }
+}
+
 // Soft-capped scores (Gemma 2): kernels against the reference, the reference against the capped
 // scores written out (a cap of 1 squeezes them hard), and a query's result alone as in a batch.
 TEST(Attention, SoftCap) {

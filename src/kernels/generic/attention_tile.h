@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/generic/vec_math.h"
 
 namespace lumen::attention_tile {
 namespace {
@@ -179,10 +180,46 @@ struct Stage {
   }
 };
 
+// A span's state of one row (o: dvp floats, m, l) folded into the row's running state (O, M,
+// L) in span order: the first span the row has keys in is copied, each later one rescaled
+// onto the larger max. One function for the tile's in-order folds and attention()'s merge of
+// split spans, so both give the same bits.
+template <class V>
+inline void fold_span(float* O, float* M, float* L, bool first, const float* o, float m, float l, int64_t dvp) {
+  if (first) {
+    for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(O + c, V::load(o + c));
+    *M = m, *L = l;
+    return;
+  }
+  const float m_new = *M > m ? *M : m;
+  const float a = vec_math::exp1<V>(*M - m_new), b = vec_math::exp1<V>(m - m_new);
+  const typename V::F va = V::set1(a), vb = V::set1(b);
+  for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(O + c, V::fmadd(V::load(o + c), vb, V::mul(V::load(O + c), va)));
+  *L = __builtin_fmaf(l, b, *L * a);
+  *M = m_new;
+}
+
+// out = O / L for one row's dv outputs.
+template <class V>
+inline void store_row(const float* O, float L, float* dst, int64_t dv) {
+  const typename V::F inv = V::set1(1.0f / L);
+  int64_t c = 0;  // whole vectors stored plainly: AVX2's masked stores are slow (on AMD)
+  for (; c + V::kLanes <= dv; c += V::kLanes) V::storeu(dst + c, V::mul(V::load(O + c), inv));
+  if (c < dv) V::store_m(dst + c, V::mask(dv - c), V::mul(V::load(O + c), inv));
+}
+
+// Query i's keys within [qs.key_lo, qs.key_hi): [*begin, *end), empty when end <= begin.
+inline void query_keys(const AttentionQueries& qs, int64_t i, int64_t* begin, int64_t* end) {
+  const int64_t b = qs.kv_begin ? qs.kv_begin[i] : 0;
+  *begin = b > qs.key_lo ? b : qs.key_lo;
+  *end = min64(qs.n_kv[i], qs.key_hi);
+}
+
 // The tile (AttentionTileFn). Scratch layout within attention_scratch_floats: per query row its
-// output accumulator, max and sum; the staged K (kbuf) and, for A's K stagers that need it, the
-// block's K lines before their final layout (kline); the staged V; A::kRows probability rows;
-// the fetched row pointers of this block and the next.
+// output accumulator, max and sum over the current span, and its running state over the spans
+// before (O, M, L); the staged K (kbuf) and, for A's K stagers that need it, the block's K lines
+// before their final layout (kline); the staged V; A::kRows probability rows; the fetched row
+// pointers of this block and the next.
 template <class V, class A>
 void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk, float* scratch) {
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
@@ -193,7 +230,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   float* o = base;                     // n_rows x dvp
   float* mx = o + n_rows * dvp;        // n_rows
   float* ls = mx + round16(n_rows);    // n_rows
-  float* kbuf = ls + round16(n_rows);  // B x dkp
+  float* run_o = ls + round16(n_rows); // n_rows x dvp: the spans before the current one
+  float* run_m = run_o + n_rows * dvp; // n_rows
+  float* run_l = run_m + round16(n_rows);
+  float* kbuf = run_l + round16(n_rows);  // B x dkp
   float* vbuf = kbuf + kB * dkp;       // B x dvp
   float* pbuf = vbuf + kB * dvp;       // A::kRows x B
   float* kline = pbuf + 4 * kB;        // B x dkp
@@ -202,6 +242,7 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   const uint8_t** k_next = v_rows + kB;  // the next block's rows, fetched one block ahead
   const uint8_t** v_next = k_next + kB;
   static_assert(A::kRows <= 4, "attention_scratch_floats holds 4 probability rows");
+  static_assert(kAttentionSpan % kB == 0, "a key block never straddles two spans");
   const RowsFn stage_k = A::stage_k_for(p.k_type);
   const RowsFn stage_v = Stage<V>::rows_for(p.v_type);
   const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
@@ -209,16 +250,48 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   const bool v_in_place = A::v_in_place(p.v_type, dv, passes);
   const Values values{vbuf, v_in_place ? v_rows : nullptr, p.v_type};
 
-  int64_t max_kv = 0, min_begin = qs.kv_begin && qs.n_q > 0 ? qs.kv_begin[0] : 0;
+  // The keys the tile walks: the union of its queries' ranges within [key_lo, key_hi).
+  int64_t max_kv = 0, min_begin = INT64_MAX;
   for (int64_t i = 0; i < qs.n_q; i++) {
-    max_kv = qs.n_kv[i] > max_kv ? qs.n_kv[i] : max_kv;
-    if (qs.kv_begin && qs.kv_begin[i] < min_begin) min_begin = qs.kv_begin[i];
+    int64_t b, e;
+    query_keys(qs, i, &b, &e);
+    if (e <= b) continue;
+    max_kv = e > max_kv ? e : max_kv;
+    min_begin = b < min_begin ? b : min_begin;
   }
-  for (int64_t r = 0; r < n_rows; r++) {
+  const auto reset = [&](int64_t r) {
     mx[r] = -__builtin_inff();
     ls[r] = 0.0f;
     for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(o + r * dvp + c, V::zero());
-  }
+  };
+  for (int64_t r = 0; r < n_rows; r++) reset(r);
+  // The span [s0, s0 + kAttentionSpan) just walked: each row's state folded into its running
+  // state (rows whose query has no key in it are left as they are), or, in a split's piece,
+  // written to the span's slot of qs.partial; then reset.
+  const int64_t stride = attention_partial_floats(p);
+  const auto end_span = [&](int64_t s0) {
+    for (int64_t i = 0; i < qs.n_q; i++) {
+      int64_t b, e;
+      query_keys(qs, i, &b, &e);
+      const bool has_keys = (b > s0 ? b : s0) < min64(e, s0 + kAttentionSpan);
+      if (!has_keys && !qs.partial) continue;
+      for (int64_t g = 0; g < group; g++) {
+        const int64_t r = i * group + g;
+        if (qs.partial) {
+          float* dst = qs.partial + ((s0 - qs.key_lo) / kAttentionSpan * n_rows + r) * stride;
+          for (int64_t c = 0; c < dvp; c += V::kLanes) V::store(dst + c, V::load(o + r * dvp + c));
+          dst[dvp] = mx[r], dst[dvp + 1] = ls[r], dst[dvp + 2] = has_keys ? 1.0f : 0.0f;
+        } else {
+          const bool first = s0 == b / kAttentionSpan * kAttentionSpan;  // the span of its first key
+          fold_span<V>(run_o + r * dvp, run_m + r, run_l + r, first, o + r * dvp, mx[r], ls[r], dvp);
+        }
+        reset(r);
+      }
+    }
+  };
+  if (qs.partial)  // every slot says "no keys" until its span is walked
+    for (int64_t sp = 0; sp < (qs.key_hi - qs.key_lo) / kAttentionSpan; sp++)
+      for (int64_t r = 0; r < n_rows; r++) qs.partial[(sp * n_rows + r) * stride + dvp + 2] = 0.0f;
 
   // The next block's head slices are fetched one block ahead and prefetched over this block's
   // row passes (Ahead says why); a cache block's slices of one head are contiguous, but
@@ -234,6 +307,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     kv.fetch(kv.ctx, min_begin, min64(kB, max_kv - j_first) - lo, hk, k_next + lo, v_next + lo);
   }
   for (int64_t j0 = j_first; j0 < max_kv; j0 += kB) {
+    // Spans of kAttentionSpan keys each keep their own softmax state, folded in order at their
+    // end: a query's result is then the same whether its spans run in one tile or in several
+    // (attention() splits a long decode's keys over the threads that way).
+    if (j0 % kAttentionSpan == 0 && j0 != j_first) end_span(j0 - kAttentionSpan);
     const int64_t nb = min64(kB, max_kv - j0);
     const int64_t lo = min_begin > j0 ? min_begin - j0 : 0;
     for (int64_t j = lo; j < nb; j++) k_rows[j] = k_next[j], v_rows[j] = v_next[j];
@@ -248,8 +325,9 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     // query that skips the block leaves its share to the catch-up after the passes).
     const int64_t share = (ahead.total() + passes - 1) / passes;
     for (int64_t i = 0; i < qs.n_q; i++) {
-      const int64_t begin = qs.kv_begin ? qs.kv_begin[i] : 0;
-      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, qs.n_kv[i] - j0);
+      int64_t begin, end;
+      query_keys(qs, i, &begin, &end);
+      const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, end - j0);
       if (nk <= k_lo) continue;
       // The query's heads of this group in chunks of up to A::kRows (always the same chunks).
       for (int64_t g0 = 0; g0 < group; g0 += A::kRows) {
@@ -267,14 +345,36 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     ahead.lines(ahead.total());  // whatever the passes left (none when every pass took its share)
   }
 
+  if (max_kv > 0) end_span((max_kv - 1) / kAttentionSpan * kAttentionSpan);
+  if (qs.partial) return;  // a split's piece: attention() merges the spans
   for (int64_t i = 0; i < qs.n_q; i++)
     for (int64_t g = 0; g < group; g++) {
       const int64_t r = i * group + g;
-      const typename V::F inv = V::set1(1.0f / ls[r]);
-      float* dst = qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv;
-      int64_t c = 0;  // whole vectors stored plainly: AVX2's masked stores are slow (on AMD)
-      for (; c + V::kLanes <= dv; c += V::kLanes) V::storeu(dst + c, V::mul(V::load(o + r * dvp + c), inv));
-      if (c < dv) V::store_m(dst + c, V::mask(dv - c), V::mul(V::load(o + r * dvp + c), inv));
+      store_row<V>(run_o + r * dvp, run_l[r], qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv, dv);
+    }
+}
+
+// Merges the spans of a split (attention()): partials holds n_spans states of every row of the
+// queries (span-major, attention_partial_floats each), folded in span order as the tile folds
+// them, then normalised into the queries' outputs. scratch: round16(head_dim_v) + 16 floats.
+template <class V>
+void merge(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials, int64_t n_spans,
+           float* scratch) {
+  const int64_t group = p.n_head / p.n_head_kv, dv = p.head_dim_v, dvp = round16(dv);
+  const int64_t stride = attention_partial_floats(p), n_rows = qs.n_q * group;
+  float* O = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  for (int64_t i = 0; i < qs.n_q; i++)
+    for (int64_t g = 0; g < group; g++) {
+      const int64_t r = i * group + g;
+      float M = 0.0f, L = 0.0f;
+      bool first = true;
+      for (int64_t s = 0; s < n_spans; s++) {
+        const float* part = partials + (s * n_rows + r) * stride;
+        if (part[dvp + 2] == 0.0f) continue;  // no key of this query in the span
+        fold_span<V>(O, &M, &L, first, part, part[dvp], part[dvp + 1], dvp);
+        first = false;
+      }
+      store_row<V>(O, L, qs.out + qs.rows[i] * qs.ldo + (hk * group + g) * dv, dv);
     }
 }
 

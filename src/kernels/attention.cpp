@@ -171,6 +171,7 @@ struct Merge {
   int64_t seq, hk, first, count;
   int64_t partial, n_spans;
 };
+constexpr int64_t kMaxPartialFloats = int64_t{4} << 20;
 
 // Per calling thread: reused across layers and calls, so nothing is allocated per token once
 // the shapes have been seen.
@@ -258,9 +259,10 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
     for (int64_t ti = 0; ti < n_tiles; ti++) {
       const Tile t = st.tiles[ti];
       const int64_t s_lo = (t.max_kv - t.span) / kAttentionSpan, n_spans = (t.max_kv - 1) / kAttentionSpan - s_lo + 1;
-      const int64_t pieces = std::min(per_tile, n_spans);
-      if (pieces < 2) continue;
-      const int64_t n_rows = t.count * group;
+      const int64_t pieces = std::min(per_tile, n_spans), n_rows = t.count * group;
+      // Span states of a long prefill tile on a many-core machine add up (rows x spans): past
+      // 16 MiB per call the remaining tiles stay whole.
+      if (pieces < 2 || floats + n_spans * n_rows * stride > kMaxPartialFloats) continue;
       st.merges.push_back(Merge{t.seq, t.hk, t.first, t.count, floats, n_spans});
       for (int64_t k = 0; k < pieces; k++) {
         const int64_t a = s_lo + k * n_spans / pieces, b = s_lo + (k + 1) * n_spans / pieces;  // spans [a, b)

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/quant/block_formats.h"
 #include "core/thread_pool.h"
+#include "kernels/ops.h"
 #include "kernels/ref/ops_ref.h"
 
 namespace lumen {
@@ -80,26 +81,71 @@ void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n
   fail("KV cache type {} is not supported (f32, f16, bf16, q8_0 or q4_0)", type_name(type));
 }
 
+QueryQ8 attention_query_q8(const float* q, int64_t dk, float* buf) {
+  const int64_t nblk = (dk + 31) / 32;
+  auto* qs = reinterpret_cast<int8_t*>(buf);  // the layout attention_q8_view reads
+  float* d = buf + nblk * 8;
+  auto* sum = reinterpret_cast<int32_t*>(d + nblk);
+  float padded[32];
+  quant::BlockQ8_0 blk;
+  for (int64_t b = 0; b < nblk; b++) {
+    const int64_t n = std::min<int64_t>(32, dk - b * 32);
+    std::copy(q + b * 32, q + b * 32 + n, padded);
+    std::fill(padded + n, padded + 32, 0.0f);
+    to_q8_0(padded, &blk, 32);
+    d[b] = fp16_to_fp32(blk.d);
+    sum[b] = 0;
+    for (int i = 0; i < 32; i++) {
+      qs[b * 32 + i] = blk.qs[i];
+      sum[b] += blk.qs[i];
+    }
+  }
+  return QueryQ8{qs, d, sum};
+}
+
+namespace {
+
+// The score of a block-type K slice against a query rounded to Q8_0 (kv_k_meets_q8), unscaled.
+float score_q8(GgmlType k_type, const uint8_t* k, const QueryQ8& q, int64_t nblk) {
+  float s = 0.0f;
+  for (int64_t b = 0; b < nblk; b++) {
+    const bool q8 = k_type == GgmlType::Q8_0;
+    const uint8_t* blk = k + b * (q8 ? sizeof(quant::BlockQ8_0) : sizeof(quant::BlockQ4_0));
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    int32_t dot = 0;
+    for (int i = 0; i < 32; i++) {
+      const int kq = q8 ? static_cast<int8_t>(blk[2 + i]) : (i < 16 ? blk[2 + i] & 0x0f : blk[2 + i - 16] >> 4) - 8;
+      dot += kq * q.qs[b * 32 + i];
+    }
+    s += static_cast<float>(dot) * (fp16_to_fp32(dh) * q.d[b]);
+  }
+  return s;
+}
+
+}  // namespace
+
 size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t max_kv) {
   const int64_t group = p.n_head / p.n_head_kv;
   const int64_t rows = n_q * group;
   const int64_t dk = round16(p.head_dim_k), dv = round16(p.head_dim_v);
   // SIMD tiles: per query row its output accumulator, max and sum, for the current span and the
-  // spans before; one key block dequantized
-  // to F32 (and its K rows once more before AVX-512's transpose); the block's probabilities for
-  // up to 4 rows; 4 x 64 row pointers (2 floats each); alignment slack.
-  const int64_t simd = 2 * (rows * dv + 2 * round16(rows)) + kAttentionKeyBlock * (2 * dk + dv) + 4 * kAttentionKeyBlock +
-                       4 * kAttentionKeyBlock * 2 + 64;
-  // Reference: every score of one query row, its output row, one K and one V row as floats,
-  // 2 x 64 row pointers.
-  const int64_t ref = round16(max_kv) + 2 * dv + dk + 2 * kAttentionKeyBlock * 2 + 64;
+  // spans before, and its query rounded to Q8_0 (a block-type K; dk floats hold it); one key
+  // block staged (K, V); the block's probabilities for up to 4 rows; 4 x 64 row pointers (2
+  // floats each); alignment slack.
+  const int64_t simd = 2 * (rows * dv + 2 * round16(rows)) + rows * dk + kAttentionKeyBlock * (dk + dv) +
+                       4 * kAttentionKeyBlock + 4 * kAttentionKeyBlock * 2 + 64;
+  // Reference: every score of one query row, its output row, one K and one V row as floats, the
+  // query rounded to Q8_0, 2 x 64 row pointers.
+  const int64_t ref = round16(max_kv) + 2 * dv + 2 * dk + 2 * kAttentionKeyBlock * 2 + 64;
   return static_cast<size_t>(std::max(simd, ref));
 }
 
 // One query head at a time, exactly as the model's original loop: float dot products in index
-// order, the reference two-pass softmax (sum in double) over the query's keys
-// [kv_begin, n_kv), then the probability-weighted sum of V rows in position order. Rows are
-// dequantized with kv_row_to_float, the definition the SIMD kernels must reproduce.
+// order (a block-type K: score_q8 against the query rounded to Q8_0), the reference two-pass
+// softmax (sum in double) over the query's keys [kv_begin, n_kv), then the
+// probability-weighted sum of V rows in position order. Rows are dequantized with
+// kv_row_to_float, the definition the SIMD kernels must reproduce.
 void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
                               float* scratch) {
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
@@ -109,21 +155,29 @@ void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const 
   float* tmp = scores + round16(max_kv);
   float* kf = tmp + round16(dv);  // one K row's head slice as floats
   float* vf = kf + round16(dk);   // one V row's
-  auto** k_rows = reinterpret_cast<const uint8_t**>(vf + round16(dv));
+  float* qbuf = vf + round16(dv);  // the query rounded to Q8_0
+  auto** k_rows = reinterpret_cast<const uint8_t**>(qbuf + round16(dk));
   const uint8_t** v_rows = k_rows + kAttentionKeyBlock;
+  const bool q8 = kv_k_meets_q8(p.k_type);
+  const int64_t nblk = (dk + 31) / 32;
   for (int64_t qi = 0; qi < qs.n_q; qi++) {
     const int64_t n_kv = qs.n_kv[qi], begin = qs.kv_begin ? qs.kv_begin[qi] : 0;
     LUMEN_ASSERT(begin >= 0 && begin < n_kv);
     for (int64_t g = 0; g < group; g++) {
       const int64_t h = hk * group + g;
       const float* q = qs.q + qs.rows[qi] * qs.ldq + h * dk;
+      const QueryQ8 qq = q8 ? attention_query_q8(q, dk, qbuf) : QueryQ8{};
       for (int64_t j0 = begin; j0 < n_kv; j0 += kAttentionKeyBlock) {
         const int64_t nb = std::min(kAttentionKeyBlock, n_kv - j0);
         kv.fetch(kv.ctx, j0, nb, hk, k_rows, v_rows);
         for (int64_t j = 0; j < nb; j++) {
-          kv_row_to_float(p.k_type, k_rows[j], 0, dk, kf);
           float s = 0.0f;
-          for (int64_t i = 0; i < dk; i++) s += q[i] * kf[i];
+          if (q8) {
+            s = score_q8(p.k_type, k_rows[j], qq, nblk);
+          } else {
+            kv_row_to_float(p.k_type, k_rows[j], 0, dk, kf);
+            for (int64_t i = 0; i < dk; i++) s += q[i] * kf[i];
+          }
           s *= p.scale;
           if (p.softcap > 0.0f) s = p.softcap * std::tanh(s * (1.0f / p.softcap));
           scores[j0 - begin + j] = s;

@@ -2,7 +2,8 @@
 // work is a tile: some queries of one sequence and the query heads that share one KV head. The
 // SIMD kernels walk the keys in blocks of kAttentionKeyBlock positions (aligned to multiples of
 // it from position 0) with an online softmax (flash-attention style): each K/V row is fetched
-// and dequantized to F32 once per tile and used by every query row of it, so decode (one query,
+// and staged once per tile (dequantized to F32; a block-type K as int8, kv_k_meets_q8) and used
+// by every query row of it, so decode (one query,
 // all heads of a group) and prefill (many queries) share one kernel, and a query's result does
 // not depend on what else is in the tile. The scalar reference (one query head at a time,
 // two-pass softmax) is what LUMEN_ISA=scalar runs and what the kernels are tested against.
@@ -45,6 +46,29 @@ struct AttentionParams {
 
 // The five K/V element types the kernels read.
 bool kv_type_supported(GgmlType type);
+
+// A block-type K (Q8_0, Q4_0) meets each query head's row rounded to Q8_0, as llama.cpp's CPU
+// attention does for those caches (Q converted to K's vec_dot type): a score is the sum over
+// 32-element blocks, in block order, of float(sum_i k_i q_i) * (d_k * d_q), the integer dot
+// exact. Element-type K (F32, F16, BF16) meets the query's floats as they are.
+inline bool kv_k_meets_q8(GgmlType k_type) { return k_type == GgmlType::Q8_0 || k_type == GgmlType::Q4_0; }
+
+// A query head's row of dk floats rounded to Q8_0 (kernels/ops.h's to_q8_0 of the row
+// zero-padded to whole blocks), unpacked for the kernels: the nblk = ceil(dk / 32) blocks'
+// quants (32 int8 each), scales as floats and sums of quants. It takes attention_q8_floats(dk)
+// floats (4-byte aligned).
+struct QueryQ8 {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* sum;
+};
+inline int64_t attention_q8_floats(int64_t dk) { return (dk + 31) / 32 * 10; }
+QueryQ8 attention_query_q8(const float* q, int64_t dk, float* buf);
+// The rounding attention_query_q8 left in buf.
+inline QueryQ8 attention_q8_view(const float* buf, int64_t dk) {
+  const int64_t nblk = (dk + 31) / 32;
+  return QueryQ8{reinterpret_cast<const int8_t*>(buf), buf + nblk * 8, reinterpret_cast<const int32_t*>(buf + nblk * 9)};
+}
 
 // Bytes of one stored K or V head slice of n elements. A block type's last block is zero-padded
 // when n is not a multiple of its 32 elements: ceil(n / 32) blocks (each head is quantized on

@@ -226,6 +226,50 @@ TEST(Attention, WindowedReferenceIsAMaskedSoftmax) {
     }
 }
 
+// A block-type K (Q8_0, Q4_0) meets each query head rounded to Q8_0, as llama.cpp's attention
+// does for those caches: the reference's scores are the stored K's values against the query's
+// Q8_0 values (from_float's rounding of the zero-padded row), written out plainly in double.
+TEST(Attention, BlockKeysMeetQueriesRoundedToQ8_0) {
+  ThreadPool pool(2);
+  for (GgmlType kt : {GgmlType::Q8_0, GgmlType::Q4_0})
+    for (const Shape& sh : {Shape{8, 2, 64, 64}, Shape{3, 3, 7, 12}, Shape{2, 1, 80, 16}}) {
+      SCOPED_TRACE(testing::Message() << type_name(kt) << " dims " << sh.dk << "/" << sh.dv);
+      const AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, {kt, GgmlType::F32}, {90, 33}, 23);
+      const auto got = run(s, Isa::Scalar, pool);
+      std::vector<float> want(got.size(), -777.0f);
+      const int64_t group = sh.n_head / sh.n_head_kv, nblk = (sh.dk + 31) / 32;
+      std::vector<float> kf(sh.dk), padded(nblk * 32), qr(nblk * 32);
+      std::vector<uint8_t> q8(nblk * 34);
+      for (size_t t = 0; t < s.seq_ids.size(); t++) {
+        const int64_t sq = s.seq_ids[t], pos = s.positions[t];
+        for (int64_t h = 0; h < sh.n_head; h++) {
+          const int64_t hk = h / group;
+          std::fill(padded.begin(), padded.end(), 0.0f);
+          std::copy_n(&s.q[t * s.ldq + h * sh.dk], sh.dk, padded.begin());
+          type_traits(GgmlType::Q8_0).from_float(padded.data(), q8.data(), nblk * 32);
+          kv_row_to_float(GgmlType::Q8_0, q8.data(), 0, nblk * 32, qr.data());
+          std::vector<double> sc;
+          for (int64_t j = 0; j <= pos; j++) {
+            const int64_t slot = static_cast<int64_t>(s.tables[sq][j / 16]) * 16 + j % 16;
+            kv_row_to_float(kt, s.kv->k_head(0, slot, hk), 0, sh.dk, kf.data());
+            double d = 0;
+            for (int64_t i = 0; i < sh.dk; i++) d += static_cast<double>(qr[i]) * kf[i];
+            sc.push_back(d * s.p.scale);
+          }
+          const double m = *std::max_element(sc.begin(), sc.end());
+          double sum = 0;
+          for (double& x : sc) sum += (x = std::exp(x - m));
+          for (int64_t i = 0; i < sh.dv; i++) {
+            double o = 0;
+            for (int64_t j = 0; j <= pos; j++) o += sc[j] / sum * s.v_in[sq][j][hk * sh.dv + i];
+            want[t * s.ldo + h * sh.dv + i] = static_cast<float>(o);
+          }
+        }
+      }
+      expect_match(s, got, want, "reference vs plain", 2e-5);
+    }
+}
+
 TEST(Attention, WindowedKernelsMatchReference) {
   const auto isas = simd_isas();
   if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";

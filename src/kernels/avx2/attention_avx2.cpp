@@ -113,18 +113,21 @@ using Stage = attention_tile::Stage<avx2::Vf>;
 
 struct Attn {
   static constexpr int kRows = 1;
-  // K row-major, round16(dk) floats per key, like V.
+  // K row-major, round16(dk) floats per key, like V; a block-type K dequantized too, so it
+  // meets the floats of the queries' Q8_0 rounding.
+  static constexpr bool kQ8 = false;
   static attention_tile::RowsFn stage_k_for(GgmlType t) { return Stage::rows_for(t); }
   // V always staged: one row per pass makes a group's passes many, each re-reading V.
   static bool v_in_place(GgmlType, int64_t, int64_t) { return false; }
-  static void rows_block(int, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
-                         const float* kbuf, const attention_tile::Values& values, int64_t lo, int64_t nk,
-                         const Row* rows, float* pbuf, attention_tile::Ahead& ahead, int64_t share) {
+  static void rows_block(int, const float* const* q, const AttentionParams& p, const float* kbuf,
+                         const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         attention_tile::Ahead& ahead, int64_t share) {
     const float* vbuf = values.staged;
     // One row per pass: passes are many (8 per block for a group of 8), so each issues its
     // share of the next block's prefetches up front.
     ahead.lines(share);
-    const int64_t dkp = attention_tile::round16(dk);
+    const int64_t dk = p.head_dim_k, dkp = attention_tile::round16(dk), dvp = attention_tile::round16(p.head_dim_v);
+    const float scale = p.scale, softcap = p.softcap;
     switch (dkp) {  // the common head sizes with dkp a constant
       case 64: return row_block<64>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);
       case 128: return row_block<128>(q[0], dk, dkp, dvp, scale, softcap, kbuf, vbuf, lo, nk, rows[0], pbuf);

@@ -2,7 +2,9 @@
 // AVX-512's row pass. K is staged transposed (a row of 64 keys per dimension, V row-major): a
 // query's heads of the group are processed up to 4 at a time, every K and V load feeds up to 4
 // rows, and scores come out 64 keys at a time with no horizontal sums (32 ZMM registers hold 4
-// rows x 4 accumulators; AVX2's 16 do not, so it keeps the row-major dot products).
+// rows x 4 accumulators; AVX2's 16 do not, so it keeps the row-major dot products). A
+// block-type K stays int8, transposed 4 quants at a time, and meets the queries' Q8_0 in
+// vpdpbusd: a quarter of the transposes and of the multiply instructions of the float path.
 // GCC 12's AVX-512 headers build some intrinsics from _mm*_undefined_*() and then warn about
 // it once inlined; silence that here, before the headers are read.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -105,26 +107,14 @@ void pv(const Row* rows, const __m512* alpha, const VS& vs, int64_t dvp, int64_t
   }
 }
 
-// R query rows (1..4: heads of one query that share this KV head) against keys [lo, nk) of the
-// staged block (the others are masked). K is staged transposed (kt: dk rows of 64 keys), V
-// row-major (values: staged rows of dvp floats, or the cache's slices).
-// Scores: for each dimension d, the 4 vectors of 64 keys meet every row's q[d] broadcast, so a
-// K load serves R rows and no horizontal sums are needed. Every row's operations are the same
-// whatever the other rows are, and a query's heads are always split into the same R-chunks, so
-// results do not depend on the tile (decode = prefill, bit for bit). The score loop prefetches
-// `share` lines of the next block (attention_tile::Ahead).
+// The unscaled scores of R rows (acc: 4 vectors of 16 keys each, zeroed) against a float K
+// staged transposed (kt: dk rows of 64 keys): for each dimension d, the 4 vectors of 64 keys
+// meet every row's q[d] broadcast, so a K load serves R rows and no horizontal sums are needed.
 template <int R>
-void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap, const float* kt,
-                const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
-                attention_tile::Ahead& ahead, int64_t share) {
+void scores_f32(const float* const* q, int64_t dk, const float* kt, __m512 (*acc)[4], attention_tile::Ahead& pf,
+                int64_t share) {
   constexpr int64_t B = kAttentionKeyBlock;
-  __m512 acc[R][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int sb = 0; sb < 4; sb++) acc[r][sb] = _mm512_setzero_ps();
   const int64_t per_d = (share + dk - 1) / dk;
-  attention_tile::Ahead pf = ahead;  // a local copy: its cursor stays in registers
   for (int64_t d = 0; d < dk; d++) {
     pf.lines(per_d);
     const float* kd = kt + d * B;
@@ -139,6 +129,75 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, flo
       acc[r][3] = _mm512_fmadd_ps(qd, k3, acc[r][3]);
     }
   }
+}
+
+// The same against a block-type K staged as int8 (stage_k_q8's layout), the rows' queries
+// rounded to Q8_0 (attention_q8_view of q[r]): per 32-element block, each 16-key vector's
+// integer dots come from 8 vpdpbusd of its unsigned quants with a broadcast of 4 of the row's
+// (started at -bias * sum(q): Q8_0's quants are stored + 128, Q4_0's nibbles carry their 8),
+// then acc += float(dot) * (d_k * d_q), block by block as the reference sums them. Two
+// 16-key vectors at a time: 4 rows x 2 integer and 4 x 4 float accumulators fit the registers.
+template <int R>
+void scores_q8(const float* const* q, int64_t dk, const float* kbuf, int bias, __m512 (*acc)[4],
+               attention_tile::Ahead& pf, int64_t share) {
+  const int64_t nblk = (dk + 31) / 32;
+  const auto* kq = reinterpret_cast<const uint8_t*>(kbuf);
+  const float* ks = kbuf + nblk * 8 * 4 * 16;
+  QueryQ8 qq[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++) qq[r] = attention_q8_view(q[r], dk);
+  const int64_t per = (share + 2 * nblk - 1) / (2 * nblk);
+  for (int g2 = 0; g2 < 4; g2 += 2)
+    for (int64_t b = 0; b < nblk; b++) {
+      pf.lines(per);
+      __m512i dot[R][2];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_set1_epi32(-bias * qq[r].sum[b]);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++) {
+        const auto* col = reinterpret_cast<const __m512i*>(kq + ((b * 8 + c) * 4 + g2) * 64);
+        const __m512i k0 = _mm512_load_si512(col), k1 = _mm512_load_si512(col + 1);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+          int32_t q4;
+          __builtin_memcpy(&q4, qq[r].qs + b * 32 + 4 * c, 4);
+          const __m512i qd = _mm512_set1_epi32(q4);
+          dot[r][0] = _mm512_dpbusd_epi32(dot[r][0], k0, qd);
+          dot[r][1] = _mm512_dpbusd_epi32(dot[r][1], k1, qd);
+        }
+      }
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; h++) {
+        const __m512 dkv = _mm512_load_ps(ks + (b * 4 + g2 + h) * 16);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+          acc[r][g2 + h] = _mm512_add_ps(
+              acc[r][g2 + h], _mm512_mul_ps(_mm512_cvtepi32_ps(dot[r][h]), _mm512_mul_ps(dkv, _mm512_set1_ps(qq[r].d[b]))));
+      }
+    }
+}
+
+// R query rows (1..4: heads of one query that share this KV head) against keys [lo, nk) of the
+// staged block (the others are masked): K as its stager left it in kbuf (scores_f32 or
+// scores_q8), V row-major (values: staged rows of dvp floats, or the cache's slices). Every
+// row's operations are the same whatever the other rows are, and a query's heads are always
+// split into the same R-chunks, so results do not depend on the tile (decode = prefill, bit for
+// bit). The score loop prefetches `share` lines of the next block (attention_tile::Ahead).
+template <int R>
+void rows_block(const float* const* q, const AttentionParams& p, const float* kbuf,
+                const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                attention_tile::Ahead& ahead, int64_t share) {
+  constexpr int64_t B = kAttentionKeyBlock;
+  const int64_t dvp = round16(p.head_dim_v);
+  const float scale = p.scale, softcap = p.softcap;
+  __m512 acc[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int sb = 0; sb < 4; sb++) acc[r][sb] = _mm512_setzero_ps();
+  attention_tile::Ahead pf = ahead;  // a local copy: its cursor stays in registers
+  if (!kv_k_meets_q8(p.k_type)) scores_f32<R>(q, p.head_dim_k, kbuf, acc, pf, share);
+  else scores_q8<R>(q, p.head_dim_k, kbuf, p.k_type == GgmlType::Q8_0 ? 128 : 8, acc, pf, share);
   ahead = pf;
   const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
   // Bit j: key j is in [lo, nk) (lo < nk <= 64).
@@ -182,27 +241,24 @@ void rows_block(const float* const* q, int64_t dk, int64_t dvp, float scale, flo
   }
 }
 
-using RowsBlockFn = void (*)(const float* const*, int64_t, int64_t, float, float, const float*,
-                             const attention_tile::Values&, int64_t, int64_t, const Row*, float*,
-                             attention_tile::Ahead&, int64_t);
+using RowsBlockFn = void (*)(const float* const*, const AttentionParams&, const float*, const attention_tile::Values&,
+                             int64_t, int64_t, const Row*, float*, attention_tile::Ahead&, int64_t);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
 // K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
 // element c of each slice at kt[c * 64 + key]. Groups of 16 keys outside [lo, nb) are left as
-// they are (stale): the rows mask those keys. `line` (64 rows of round16(dk) floats) holds block
-// types' slices dequantized before the transpose.
+// they are (stale): the rows mask those keys.
 using StageKFn = attention_tile::RowsFn;
 
-// Transposes the 16-key groups of keys [lo, nb), each slice read through rows.load(key, element,
-// count).
-template <class Rows>
-void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
+template <class L>
+void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt) {
   constexpr int64_t B = kAttentionKeyBlock;
   __m512 r[16];
   for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
     for (int64_t c = 0; c < dk; c += 16) {
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; i++) r[i] = j0 + i >= lo && j0 + i < nb ? rows.load(j0 + i, c, dk - c) : _mm512_setzero_ps();
+      for (int i = 0; i < 16; i++)
+        r[i] = j0 + i >= lo && j0 + i < nb ? L::load(k_rows[j0 + i], c, dk - c) : _mm512_setzero_ps();
       transpose16(r);
       const int64_t n = dk - c < 16 ? dk - c : 16;
       for (int64_t i = 0; i < n; i++) _mm512_store_ps(kt + (c + i) * B + j0, r[i]);
@@ -210,45 +266,71 @@ void transpose_keys(const Rows& rows, int64_t lo, int64_t nb, int64_t dk, float*
   }
 }
 
-template <class L>
-struct StoredRows {  // the cache's slices of an element type, read in place
-  const uint8_t* const* rows;
-  __m512 load(int64_t j, int64_t c, int64_t n) const { return L::load(rows[j], c, n); }
-};
-
-struct LineRows {  // slices already dequantized into lines of dkp floats
-  const float* line;
-  int64_t dkp;
-  __m512 load(int64_t j, int64_t c, int64_t) const { return _mm512_load_ps(line + j * dkp + c); }
-};
-
-template <class L>
-void stage_k(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float*) {
-  transpose_keys(StoredRows<L>{k_rows}, lo, nb, dk, kt);
+// A block-type K (Q8_0: 34-byte blocks, Q4_0: 18) staged as int8 for scores_q8: for each dword
+// column c (elements 4c..4c+3 of a slice, 8 per 32-element block) and 16-key group g, 64 bytes
+// at (c * 4 + g) * 64: the 16 keys' unsigned quants of the column (Q8_0's q + 128, Q4_0's
+// nibbles), transposed from the slices two blocks at a time; after the nblk * 8 columns, per
+// block b and group g the 16 keys' scales as floats. Keys of a staged group outside [lo, nb)
+// get zero quants and scales; groups outside it are left stale (the rows mask those keys).
+template <bool kQ4>
+void stage_k_q8(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kbuf) {
+  constexpr int64_t kBytes = kQ4 ? 18 : 34;
+  const int64_t nblk = (dk + 31) / 32;
+  float* ks = kbuf + nblk * 8 * 4 * 16;  // after the columns
+  for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
+    const int64_t g = j0 / 16;
+    for (int64_t b = 0; b < nblk; b += 2) {
+      const bool two = b + 1 < nblk;
+      __m512 r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++) {
+        __m512i v = _mm512_setzero_si512();
+        if (j0 + i >= lo && j0 + i < nb) {
+          const uint8_t* q0 = k_rows[j0 + i] + b * kBytes + 2;
+          if constexpr (kQ4) {
+            __m256i x = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+            if (two) x = _mm256_inserti128_si256(x, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q0 + kBytes)), 1);
+            const __m256i m4 = _mm256_set1_epi8(0x0f);
+            // Lanes [b's 0..15, b+1's 0..15, b's 16..31, b+1's 16..31] -> elements in order.
+            v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(x, m4)),
+                                   _mm256_and_si256(_mm256_srli_epi16(x, 4), m4), 1);
+            v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
+          } else {
+            v = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q0)));
+            if (two) v = _mm512_inserti64x4(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q0 + kBytes)), 1);
+            v = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+          }
+        }
+        r[i] = _mm512_castsi512_ps(v);
+      }
+      transpose16(r);  // dword k of each key -> column b * 8 + k
+      for (int k = 0; k < (two ? 16 : 8); k++) _mm512_store_ps(kbuf + ((b * 8 + k) * 4 + g) * 16, r[k]);
+      for (int64_t bb = b; bb < b + (two ? 2 : 1); bb++) {
+        alignas(32) uint16_t d[16];
+        for (int i = 0; i < 16; i++)
+          d[i] = j0 + i >= lo && j0 + i < nb ? *reinterpret_cast<const uint16_t*>(k_rows[j0 + i] + bb * kBytes) : 0;
+        _mm512_store_ps(ks + (bb * 4 + g) * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+      }
+    }
+  }
 }
 
-template <attention_tile::LineFn kStage>
-void stage_k_lines(GgmlType t, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kt, float* line) {
-  const int64_t dkp = round16(dk);
-  Stage::rows<kStage>(t, k_rows, lo, nb, dk, line, nullptr);
-  transpose_keys(LineRows{line, dkp}, lo, nb, dk, kt);
-}
-
-// The stager of a tile's K slices: the element types transposed straight from the cache, the
-// block types dequantized to lines first.
+// The stager of a tile's K slices: the element types transposed straight from the cache as
+// floats, the block types as int8. (attention() refuses other types; Stage::any names them.)
 StageKFn k_stager(GgmlType t) {
   switch (t) {
     case GgmlType::F32: return stage_k<Stage::LoadF32>;
     case GgmlType::F16: return stage_k<Stage::LoadF16>;
     case GgmlType::BF16: return stage_k<Stage::LoadBF16>;
-    case GgmlType::Q8_0: return stage_k<Stage::LoadBlocks<Stage::Q8_0Blocks>>;
-    case GgmlType::Q4_0: return stage_k<Stage::LoadBlocks<Stage::Q4_0Blocks>>;
-    default: return stage_k_lines<Stage::any>;
+    case GgmlType::Q8_0: return stage_k_q8<false>;
+    case GgmlType::Q4_0: return stage_k_q8<true>;
+    default: return Stage::rows<Stage::any>;
   }
 }
 
 struct Attn {
   static constexpr int kRows = 4;
+  static constexpr bool kQ8 = true;
   static StageKFn stage_k_for(GgmlType t) { return k_stager(t); }
   // V's element types are read in place when a block has at most two row passes (decode: a
   // group of up to 8 heads): converting a vector at each of two reads costs less than staging
@@ -258,10 +340,10 @@ struct Attn {
   static bool v_in_place(GgmlType t, int64_t dv, int64_t passes) {
     return passes <= 2 && dv % 16 == 0 && (t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32);
   }
-  static void rows_block(int nr, const float* const* q, int64_t dk, int64_t dvp, float scale, float softcap,
-                         const float* kt, const attention_tile::Values& values, int64_t lo, int64_t nk,
-                         const Row* rows, float* pbuf, attention_tile::Ahead& ahead, int64_t share) {
-    kRowsBlock[nr](q, dk, dvp, scale, softcap, kt, values, lo, nk, rows, pbuf, ahead, share);
+  static void rows_block(int nr, const float* const* q, const AttentionParams& p, const float* kbuf,
+                         const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         attention_tile::Ahead& ahead, int64_t share) {
+    kRowsBlock[nr](q, p, kbuf, values, lo, nk, rows, pbuf, ahead, share);
   }
 };
 

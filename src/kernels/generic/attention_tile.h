@@ -3,10 +3,13 @@
 // translation unit: the scratch layout, the walk over key blocks of kAttentionKeyBlock
 // positions with the next block's rows fetched one block ahead (and prefetched over this
 // block's row passes), the K/V element
-// loaders and stagers (every K/V type dequantized to F32 exactly as kv_row_to_float), and the
-// final normalisation. What differs per ISA is A:
+// loaders and stagers (every K/V type dequantized to F32 exactly as kv_row_to_float), a
+// block-type K's queries rounded to Q8_0 (attention.h: kv_k_meets_q8), and the final
+// normalisation. What differs per ISA is A:
 //  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
 //  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
+//  - A::kQ8: whether its scores against a block-type K take the queries as the unpacked Q8_0
+//    (attention_query_q8) and integer dot products; else as the floats d * q of that rounding;
 //  - A::rows_block: the scores (soft-capped with softcap > 0), online softmax and P.V of those
 //    rows against the block, issuing its share of the next block's prefetches (Ahead);
 //  - A::v_in_place(type, dv, passes): whether the row passes read V's slices where they are
@@ -75,10 +78,8 @@ struct Values {
   GgmlType type = GgmlType::F32;
 };
 
-// Slices [lo, nb) of a block (the ones fetched) -> buf in the stager's layout; `line` is scratch
-// for stagers that dequantize to lines first (B x round16(n) floats; others ignore it).
-using RowsFn = void (*)(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf,
-                        float* line);
+// Slices [lo, nb) of a block (the ones fetched) -> buf in the stager's layout.
+using RowsFn = void (*)(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf);
 
 template <class V>
 struct Stage {
@@ -120,19 +121,6 @@ struct Stage {
     }
   };
 
-  // A block type read like the element types (LoadF16's interface): the chunk of kLanes
-  // elements from element e (a multiple of kLanes) of a stored slice, with its block's scale.
-  // The slice is whole blocks padded with zeros (attention.h), so a chunk past n reads its own
-  // padding: finite values in elements the passes never use.
-  template <class Q>
-  struct LoadBlocks {
-    static F full(const uint8_t* row, int64_t e) {
-      const uint8_t* b = row + e / 32 * Q::kBytes;
-      return Q::chunk(b, e % 32, V::set1_f16(b));
-    }
-    static F load(const uint8_t* row, int64_t e, int64_t) { return full(row, e); }
-  };
-
   template <class L>
   static void line(GgmlType, const uint8_t* slice, int64_t n, float* dst) {
     int64_t c = 0;
@@ -165,7 +153,7 @@ struct Stage {
   // Slices [lo, nb) of a block (the ones fetched) -> buf, round16(n) floats per slice; the line
   // stager a template argument, so it inlines (a call per slice measured ~10% of decode).
   template <LineFn kLine>
-  static void rows(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf, float*) {
+  static void rows(GgmlType t, const uint8_t* const* slices, int64_t lo, int64_t nb, int64_t n, float* buf) {
     for (int64_t j = lo; j < nb; j++) kLine(t, slices[j], n, buf + j * round16(n));
   }
   static RowsFn rows_for(GgmlType t) {
@@ -216,10 +204,10 @@ inline void query_keys(const AttentionQueries& qs, int64_t i, int64_t* begin, in
 }
 
 // The tile (AttentionTileFn). Scratch layout within attention_scratch_floats: per query row its
-// output accumulator, max and sum over the current span, and its running state over the spans
-// before (O, M, L); the staged K (kbuf) and, for A's K stagers that need it, the block's K lines
-// before their final layout (kline); the staged V; A::kRows probability rows; the fetched row
-// pointers of this block and the next.
+// output accumulator, max and sum over the current span, its running state over the spans
+// before (O, M, L) and, for a block-type K, its query rounded to Q8_0 (qrow); the staged K
+// (kbuf) and V; A::kRows probability rows; the fetched row pointers of this block and the
+// next.
 template <class V, class A>
 void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk, float* scratch) {
   const int64_t group = p.n_head / p.n_head_kv, dk = p.head_dim_k, dv = p.head_dim_v;
@@ -233,11 +221,11 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   float* run_o = ls + round16(n_rows); // n_rows x dvp: the spans before the current one
   float* run_m = run_o + n_rows * dvp; // n_rows
   float* run_l = run_m + round16(n_rows);
-  float* kbuf = run_l + round16(n_rows);  // B x dkp
+  float* qrow = run_l + round16(n_rows);  // n_rows x dkp
+  float* kbuf = qrow + n_rows * dkp;   // B x dkp
   float* vbuf = kbuf + kB * dkp;       // B x dvp
   float* pbuf = vbuf + kB * dvp;       // A::kRows x B
-  float* kline = pbuf + 4 * kB;        // B x dkp
-  auto** k_rows = reinterpret_cast<const uint8_t**>(kline + kB * dkp);
+  auto** k_rows = reinterpret_cast<const uint8_t**>(pbuf + 4 * kB);
   const uint8_t** v_rows = k_rows + kB;
   const uint8_t** k_next = v_rows + kB;  // the next block's rows, fetched one block ahead
   const uint8_t** v_next = k_next + kB;
@@ -249,6 +237,22 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   const int64_t passes = qs.n_q * chunks;                     // row passes per block
   const bool v_in_place = A::v_in_place(p.v_type, dv, passes);
   const Values values{vbuf, v_in_place ? v_rows : nullptr, p.v_type};
+  const auto q_of = [&](int64_t i, int64_t g) { return qs.q + qs.rows[i] * qs.ldq + (hk * group + g) * dk; };
+  // A block-type K meets the queries rounded to Q8_0 (attention.h), each row once per tile, as
+  // A's scores read it (A::kQ8: unpacked; else its floats d * q, kbuf the scratch for the
+  // rounding).
+  const bool q8 = kv_k_meets_q8(p.k_type);
+  if (q8)
+    for (int64_t i = 0; i < qs.n_q; i++)
+      for (int64_t g = 0; g < group; g++) {
+        float* dst = qrow + (i * group + g) * dkp;
+        if constexpr (A::kQ8) {
+          attention_query_q8(q_of(i, g), dk, dst);
+        } else {
+          const QueryQ8 qq = attention_query_q8(q_of(i, g), dk, kbuf);
+          for (int64_t c = 0; c < dkp; c++) dst[c] = c < dk ? qq.d[c / 32] * static_cast<float>(qq.qs[c]) : 0.0f;
+        }
+      }
 
   // The keys the tile walks: the union of its queries' ranges within [key_lo, key_hi).
   int64_t max_kv = 0, min_begin = INT64_MAX;
@@ -319,8 +323,8 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
     // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
     // the tile's query rows (V only where the passes do not read it in place).
-    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf, kline);
-    if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf, nullptr);
+    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
+    if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf);
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).
     const int64_t share = (ahead.total() + passes - 1) / passes;
@@ -336,10 +340,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
         Row rows[A::kRows];
         for (int k = 0; k < nr; k++) {
           const int64_t r = i * group + g0 + k;
-          q[k] = qs.q + qs.rows[i] * qs.ldq + (hk * group + g0 + k) * dk;
+          q[k] = q8 ? qrow + r * dkp : q_of(i, g0 + k);
           rows[k] = Row{o + r * dvp, mx + r, ls + r};
         }
-        A::rows_block(nr, q, dk, dvp, p.scale, p.softcap, kbuf, values, k_lo, nk, rows, pbuf, ahead, share);
+        A::rows_block(nr, q, p, kbuf, values, k_lo, nk, rows, pbuf, ahead, share);
       }
     }
     ahead.lines(ahead.total());  // whatever the passes left (none when every pass took its share)

@@ -122,9 +122,18 @@ class Session : public std::enable_shared_from_this<Session> {
       self->timed_out_ = true;
       error_code ignored;
       // A write that does not drain: the client is gone or hostile, close. A request that does
-      // not arrive: cancel the read, so that it can still be answered 408.
-      if (self->writing_ || self->lingering_) self->sock_.close(ignored);
-      else self->sock_.cancel(ignored);
+      // not arrive: cancel the read, so that it can still be answered 408. cancel() fails only
+      // the read pending at that moment: a deadline that lands between two reads of a composed
+      // read (the last one's completion queued on the strand, the next not yet started) would
+      // be lost, and a slow client never closed (seen once in 64 slow-loris connections on a
+      // loaded machine). So it cancels again every 50 ms until the read reports it
+      // (on_read_error and on_request disarm).
+      if (self->writing_ || self->lingering_) {
+        self->sock_.close(ignored);
+      } else {
+        self->sock_.cancel(ignored);
+        self->arm(std::chrono::milliseconds(50));
+      }
     });
   }
   void disarm() {

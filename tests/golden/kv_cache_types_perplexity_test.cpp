@@ -5,7 +5,7 @@
 // one Q8_0 block and the kernels take their path for slices shorter than a block. Such heads
 // move the figure by roundings alone: a Q8_0 V with an F16-exact K measured -0.53%, and the
 // query's Q8_0 rounding that a Q8_0 K meets (kernels/attention.h, as llama.cpp) took Q8_0/Q8_0
-// from +0.41% to +0.63%; 64-wide heads (a synth_gguf.py small256 model) moved by 0.001%. Runs
+// from +0.41% to +0.63%; 64-wide heads (../shared small256-F16) moved by under 0.001%. Runs
 // under every forced ISA with the golden suite.
 #include <gtest/gtest.h>
 

@@ -306,9 +306,9 @@ void stage_k_q8(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, 
       transpose16(r);  // dword k of each key -> column b * 8 + k
       for (int k = 0; k < (two ? 16 : 8); k++) _mm512_store_ps(kbuf + ((b * 8 + k) * 4 + g) * 16, r[k]);
       for (int64_t bb = b; bb < b + (two ? 2 : 1); bb++) {
-        alignas(32) uint16_t d[16];
+        alignas(32) uint16_t d[16] = {};
         for (int i = 0; i < 16; i++)
-          d[i] = j0 + i >= lo && j0 + i < nb ? *reinterpret_cast<const uint16_t*>(k_rows[j0 + i] + bb * kBytes) : 0;
+          if (j0 + i >= lo && j0 + i < nb) __builtin_memcpy(&d[i], k_rows[j0 + i] + bb * kBytes, 2);
         _mm512_store_ps(ks + (bb * 4 + g) * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
       }
     }

@@ -189,6 +189,20 @@ TEST(Attention, LongSequence) {
   }
 }
 
+// The plain softmax (in double) of a query's scores sc over positions lo.. of sequence sq, and
+// the weighted sum of their V rows as written (head hk) into out[0, dv).
+void plain_softmax_v(std::vector<double>& sc, const AttnCase& s, int64_t sq, int64_t lo, int64_t hk, int64_t dv,
+                     float* out) {
+  const double m = *std::max_element(sc.begin(), sc.end());
+  double sum = 0;
+  for (double& x : sc) sum += (x = std::exp(x - m));
+  for (int64_t i = 0; i < dv; i++) {
+    double o = 0;
+    for (size_t j = 0; j < sc.size(); j++) o += sc[j] / sum * s.v_in[sq][lo + static_cast<int64_t>(j)][hk * dv + i];
+    out[i] = static_cast<float>(o);
+  }
+}
+
 // The windowed reference is attention over the last W positions, written out plainly: scores
 // in double over [max(0, p - W + 1), p], a max-shifted softmax, the weighted sum of V.
 TEST(Attention, WindowedReferenceIsAMaskedSoftmax) {
@@ -212,14 +226,7 @@ TEST(Attention, WindowedReferenceIsAMaskedSoftmax) {
             for (int64_t i = 0; i < sh.dk; i++) d += static_cast<double>(q[i]) * s.k_in[sq][j][hk * sh.dk + i];
             sc.push_back(d * s.p.scale);
           }
-          const double m = *std::max_element(sc.begin(), sc.end());
-          double sum = 0;
-          for (double& x : sc) sum += (x = std::exp(x - m));
-          for (int64_t i = 0; i < sh.dv; i++) {
-            double o = 0;
-            for (int64_t j = lo; j <= pos; j++) o += sc[j - lo] / sum * s.v_in[sq][j][hk * sh.dv + i];
-            want[t * s.ldo + h * sh.dv + i] = static_cast<float>(o);
-          }
+          plain_softmax_v(sc, s, sq, lo, hk, sh.dv, &want[t * s.ldo + h * sh.dv]);
         }
       }
       expect_match(s, got, want, "reference vs plain", 2e-5);
@@ -256,14 +263,7 @@ TEST(Attention, BlockKeysMeetQueriesRoundedToQ8_0) {
             for (int64_t i = 0; i < sh.dk; i++) d += static_cast<double>(qr[i]) * kf[i];
             sc.push_back(d * s.p.scale);
           }
-          const double m = *std::max_element(sc.begin(), sc.end());
-          double sum = 0;
-          for (double& x : sc) sum += (x = std::exp(x - m));
-          for (int64_t i = 0; i < sh.dv; i++) {
-            double o = 0;
-            for (int64_t j = 0; j <= pos; j++) o += sc[j] / sum * s.v_in[sq][j][hk * sh.dv + i];
-            want[t * s.ldo + h * sh.dv + i] = static_cast<float>(o);
-          }
+          plain_softmax_v(sc, s, sq, 0, hk, sh.dv, &want[t * s.ldo + h * sh.dv]);
         }
       }
       expect_match(s, got, want, "reference vs plain", 2e-5);

@@ -321,8 +321,8 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     ahead.n = j0 + kB < max_kv ? min64(kB, max_kv - j0 - kB) : 0;
     ahead.j = ahead.line = 0;
     if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
-    // This KV head's slice of every fetched row of the block, dequantized to F32, once for all
-    // the tile's query rows (V only where the passes do not read it in place).
+    // This KV head's slice of every fetched row of the block, staged once for all the tile's
+    // query rows (K as A's stager lays it out; V dequantized to F32, unless read in place).
     stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
     if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf);
     // The row passes of this block, each prefetching its share of the next block's lines (a

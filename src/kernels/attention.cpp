@@ -83,9 +83,10 @@ void kv_row_to_float(GgmlType type, const uint8_t* row, int64_t first, int64_t n
 
 QueryQ8 attention_query_q8(const float* q, int64_t dk, float* buf) {
   const int64_t nblk = (dk + 31) / 32;
-  auto* qs = reinterpret_cast<int8_t*>(buf);  // the layout attention_q8_view reads
-  float* d = buf + nblk * 8;
-  auto* sum = reinterpret_cast<int32_t*>(d + nblk);
+  const QueryQ8 view = attention_q8_view(buf, dk);  // buf is ours to write: its layout
+  auto* qs = const_cast<int8_t*>(view.qs);
+  auto* d = const_cast<float*>(view.d);
+  auto* sum = const_cast<int32_t*>(view.sum);
   float padded[32];
   quant::BlockQ8_0 blk;
   for (int64_t b = 0; b < nblk; b++) {
@@ -100,7 +101,7 @@ QueryQ8 attention_query_q8(const float* q, int64_t dk, float* buf) {
       sum[b] += blk.qs[i];
     }
   }
-  return QueryQ8{qs, d, sum};
+  return view;
 }
 
 namespace {

@@ -55,16 +55,15 @@ inline bool kv_k_meets_q8(GgmlType k_type) { return k_type == GgmlType::Q8_0 || 
 
 // A query head's row of dk floats rounded to Q8_0 (kernels/ops.h's to_q8_0 of the row
 // zero-padded to whole blocks), unpacked for the kernels: the nblk = ceil(dk / 32) blocks'
-// quants (32 int8 each), scales as floats and sums of quants. It takes attention_q8_floats(dk)
-// floats (4-byte aligned).
+// quants (32 int8 each), scales as floats and sums of quants. It takes 10 floats per block
+// (4-byte aligned), at most round16(dk).
 struct QueryQ8 {
   const int8_t* qs;
   const float* d;
   const int32_t* sum;
 };
-inline int64_t attention_q8_floats(int64_t dk) { return (dk + 31) / 32 * 10; }
 QueryQ8 attention_query_q8(const float* q, int64_t dk, float* buf);
-// The rounding attention_query_q8 left in buf.
+// Where attention_query_q8 lays the rounding out in buf (the one definition of that layout).
 inline QueryQ8 attention_q8_view(const float* buf, int64_t dk) {
   const int64_t nblk = (dk + 31) / 32;
   return QueryQ8{reinterpret_cast<const int8_t*>(buf), buf + nblk * 8, reinterpret_cast<const int32_t*>(buf + nblk * 9)};

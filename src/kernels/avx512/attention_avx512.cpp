@@ -131,6 +131,13 @@ void scores_f32(const float* const* q, int64_t dk, const float* kt, __m512 (*acc
   }
 }
 
+// stage_k_q8's layout of a block-type K in kbuf (nblk 32-element blocks): dword column c's
+// 16-key group g, and block b's scales of group g.
+template <class F>  // float or const float
+F* kq_column(F* kbuf, int64_t c, int64_t g) { return kbuf + (c * 4 + g) * 16; }
+template <class F>
+F* kq_scales(F* kbuf, int64_t nblk, int64_t b, int64_t g) { return kbuf + (nblk * 8 * 4 + b * 4 + g) * 16; }
+
 // The same against a block-type K staged as int8 (stage_k_q8's layout), the rows' queries
 // rounded to Q8_0 (attention_q8_view of q[r]): per 32-element block, each 16-key vector's
 // integer dots come from 8 vpdpbusd of its unsigned quants with a broadcast of 4 of the row's
@@ -141,8 +148,6 @@ template <int R>
 void scores_q8(const float* const* q, int64_t dk, const float* kbuf, int bias, __m512 (*acc)[4],
                attention_tile::Ahead& pf, int64_t share) {
   const int64_t nblk = (dk + 31) / 32;
-  const auto* kq = reinterpret_cast<const uint8_t*>(kbuf);
-  const float* ks = kbuf + nblk * 8 * 4 * 16;
   QueryQ8 qq[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++) qq[r] = attention_q8_view(q[r], dk);
@@ -155,7 +160,7 @@ void scores_q8(const float* const* q, int64_t dk, const float* kbuf, int bias, _
       for (int r = 0; r < R; r++) dot[r][0] = dot[r][1] = _mm512_set1_epi32(-bias * qq[r].sum[b]);
 #pragma GCC unroll 8
       for (int c = 0; c < 8; c++) {
-        const auto* col = reinterpret_cast<const __m512i*>(kq + ((b * 8 + c) * 4 + g2) * 64);
+        const auto* col = reinterpret_cast<const __m512i*>(kq_column(kbuf, b * 8 + c, g2));
         const __m512i k0 = _mm512_load_si512(col), k1 = _mm512_load_si512(col + 1);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
@@ -168,7 +173,7 @@ void scores_q8(const float* const* q, int64_t dk, const float* kbuf, int bias, _
       }
 #pragma GCC unroll 2
       for (int h = 0; h < 2; h++) {
-        const __m512 dkv = _mm512_load_ps(ks + (b * 4 + g2 + h) * 16);
+        const __m512 dkv = _mm512_load_ps(kq_scales(kbuf, nblk, b, g2 + h));
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
           acc[r][g2 + h] = _mm512_add_ps(
@@ -276,7 +281,6 @@ template <bool kQ4>
 void stage_k_q8(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, int64_t dk, float* kbuf) {
   constexpr int64_t kBytes = kQ4 ? 18 : 34;
   const int64_t nblk = (dk + 31) / 32;
-  float* ks = kbuf + nblk * 8 * 4 * 16;  // after the columns
   for (int64_t j0 = lo / 16 * 16; j0 < nb; j0 += 16) {
     const int64_t g = j0 / 16;
     for (int64_t b = 0; b < nblk; b += 2) {
@@ -304,12 +308,12 @@ void stage_k_q8(GgmlType, const uint8_t* const* k_rows, int64_t lo, int64_t nb, 
         r[i] = _mm512_castsi512_ps(v);
       }
       transpose16(r);  // dword k of each key -> column b * 8 + k
-      for (int k = 0; k < (two ? 16 : 8); k++) _mm512_store_ps(kbuf + ((b * 8 + k) * 4 + g) * 16, r[k]);
+      for (int k = 0; k < (two ? 16 : 8); k++) _mm512_store_ps(kq_column(kbuf, b * 8 + k, g), r[k]);
       for (int64_t bb = b; bb < b + (two ? 2 : 1); bb++) {
         alignas(32) uint16_t d[16] = {};
         for (int i = 0; i < 16; i++)
           if (j0 + i >= lo && j0 + i < nb) __builtin_memcpy(&d[i], k_rows[j0 + i] + bb * kBytes, 2);
-        _mm512_store_ps(ks + (bb * 4 + g) * 16, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+        _mm512_store_ps(kq_scales(kbuf, nblk, bb, g), _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
       }
     }
   }

@@ -303,6 +303,16 @@ RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptio
 
 RooflineMeasurement measure_roofline(int n_threads) { return measure_roofline(n_threads, active_isa(), {}); }
 
+double measure_dram_read(int n_threads, Isa isa, const RooflineOptions& options) {
+  if (n_threads < 1 || n_threads > 4096) fail("roofline: thread count must be 1..4096, got {}", n_threads);
+  const std::string missing = missing_features(isa, cpu_features());
+  if (!missing.empty()) fail("roofline: this CPU cannot run {} kernels (lacks {})", isa_name(isa), missing);
+  if (options.dram_reps < 1) fail("roofline: reps must be >= 1");
+  size_t used = 0;
+  return measure_dram(n_threads, kernels_for(isa), options.dram_bytes > 0 ? options.dram_bytes : default_dram_bytes(),
+                      options.dram_reps, &used);
+}
+
 std::string roofline_cache_path() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   // The XDG spec says relative values are to be ignored.

@@ -105,6 +105,30 @@ TEST_F(BenchCli, JsonHasEveryFigure) {
   EXPECT_EQ(pp["verdict"].get<std::string>().rfind("prefill: ", 0), 0u);
 }
 
+// --remeasure: the roofline measured now (and cached); each decode test's DRAM bandwidth also
+// measured right before and after it, its share of the roofline of the larger of the two.
+TEST_F(BenchCli, RemeasureGivesEachDecodeTestItsOwnBandwidth) {
+  auto r = test::run_cli("bench " + model_ + " -p 8 -n 4 -r 1 --remeasure --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rows = json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  const json& pp = rows[0];
+  const json& tg = rows[1];
+  const auto cached = read_roofline_cache(roofline_cache_path(), cpu_features().brand, 1, active_isa());
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_NE(cached->dram_read_gbps, 50.0);  // measured, not the cache the test wrote
+  EXPECT_DOUBLE_EQ(pp["ceilings"]["dram_read_gb_s"].get<double>(), cached->dram_read_gbps);
+  EXPECT_FALSE(pp["ceilings"]["from_cache"].get<bool>());
+  EXPECT_FALSE(pp.contains("dram_read_gb_s_around"));
+  ASSERT_TRUE(tg.contains("dram_read_gb_s_around"));
+  const double before = tg["dram_read_gb_s_around"][0].get<double>(), after = tg["dram_read_gb_s_around"][1].get<double>();
+  EXPECT_GT(before, 0.0);
+  EXPECT_GT(after, 0.0);
+  EXPECT_DOUBLE_EQ(tg["ceilings"]["dram_read_gb_s"].get<double>(), std::max(before, after));
+  EXPECT_NEAR(tg["roofline_frac"].get<double>(), tg["gb_s"].get<double>() / std::max(before, after), 1e-9);
+  EXPECT_NE(r.err.find("DRAM read"), std::string::npos) << r.err;
+}
+
 TEST_F(BenchCli, MeanStddevAndMedianOverRepetitions) {
   auto r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 3 -o jsonl");
   ASSERT_EQ(r.exit_code, 0) << r.err;

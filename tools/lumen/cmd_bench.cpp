@@ -359,7 +359,9 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--verify-cost", a.verify_cost,
                 "time one pass over k + 1 tokens of a sequence at a -p token context against a 1-token step, k = 0..8");
   cmd->add_flag("--remeasure", a.remeasure,
-                "measure the roofline again (on an idle machine) instead of using the cached one, and cache it");
+                "measure the roofline again (on an idle machine) instead of using the cached one, and cache it; "
+                "each decode test's DRAM read bandwidth is also measured right before and after it, and its share "
+                "of the roofline is of the larger");
   register_bench_serve(*cmd);
   cmd->callback([cmd] {
     if (cmd->got_subcommand("serve")) return;

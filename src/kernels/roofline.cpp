@@ -265,14 +265,20 @@ nlohmann::json read_cache_file(const std::string& path) {
   return doc;
 }
 
-}  // namespace
-
-RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptions& options) {
+// The arguments every measurement takes, checked once for both entry points; the DRAM stream's
+// buffer size (the default when options leave it 0).
+size_t checked_dram_bytes(int n_threads, Isa isa, const RooflineOptions& options) {
   if (n_threads < 1 || n_threads > 4096) fail("roofline: thread count must be 1..4096, got {}", n_threads);
   const std::string missing = missing_features(isa, cpu_features());
   if (!missing.empty()) fail("roofline: this CPU cannot run {} kernels (lacks {})", isa_name(isa), missing);
   if (options.dram_reps < 1 || options.compute_reps < 1) fail("roofline: reps must be >= 1");
+  return options.dram_bytes > 0 ? options.dram_bytes : default_dram_bytes();
+}
 
+}  // namespace
+
+RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptions& options) {
+  const size_t bytes = checked_dram_bytes(n_threads, isa, options);
   const auto start = Clock::now();
   const Kernels k = kernels_for(isa);
   RooflineMeasurement m;
@@ -281,7 +287,6 @@ RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptio
   m.n_threads = n_threads;
   m.measured_at = static_cast<int64_t>(std::time(nullptr));
 
-  const size_t bytes = options.dram_bytes > 0 ? options.dram_bytes : default_dram_bytes();
   m.dram_read_gbps = measure_dram(n_threads, k, bytes, options.dram_reps, &m.dram_bytes);
 
   // acc = acc * a + b converges to b / (1 - a) = 1: no overflow, no denormals, however long.
@@ -304,13 +309,9 @@ RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptio
 RooflineMeasurement measure_roofline(int n_threads) { return measure_roofline(n_threads, active_isa(), {}); }
 
 double measure_dram_read(int n_threads, Isa isa, const RooflineOptions& options) {
-  if (n_threads < 1 || n_threads > 4096) fail("roofline: thread count must be 1..4096, got {}", n_threads);
-  const std::string missing = missing_features(isa, cpu_features());
-  if (!missing.empty()) fail("roofline: this CPU cannot run {} kernels (lacks {})", isa_name(isa), missing);
-  if (options.dram_reps < 1) fail("roofline: reps must be >= 1");
+  const size_t bytes = checked_dram_bytes(n_threads, isa, options);
   size_t used = 0;
-  return measure_dram(n_threads, kernels_for(isa), options.dram_bytes > 0 ? options.dram_bytes : default_dram_bytes(),
-                      options.dram_reps, &used);
+  return measure_dram(n_threads, kernels_for(isa), bytes, options.dram_reps, &used);
 }
 
 std::string roofline_cache_path() {

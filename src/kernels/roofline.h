@@ -41,12 +41,12 @@ struct RooflineOptions {
 
 // Measures with active_isa()'s kernels and default options (about 1-2 s).
 RooflineMeasurement measure_roofline(int n_threads);
-// Only the DRAM read bandwidth (1e9 bytes/s, best rep), as measure_roofline measures it: for a
-// benchmark that wants the bandwidth of the same minute as its test (neighbours on a shared
-// machine move it by half within minutes). About 0.3-0.5 s.
-double measure_dram_read(int n_threads, Isa isa, const RooflineOptions& options = {});
 // `isa` must be one this CPU supports (throws lumen::Error otherwise); n_threads >= 1.
 RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptions& options);
+// Only the DRAM read bandwidth (1e9 bytes/s, best rep), as measure_roofline measures it, with
+// the same argument checks: for a benchmark that wants the bandwidth of the same minute as its
+// test (neighbours on a shared machine move it by half within minutes). About 0.3-0.5 s.
+double measure_dram_read(int n_threads, Isa isa, const RooflineOptions& options = {});
 
 // $XDG_CACHE_HOME/lumen/roofline.json if XDG_CACHE_HOME is an absolute path, else
 // $HOME/.cache/lumen/roofline.json; throws lumen::Error when neither is set.

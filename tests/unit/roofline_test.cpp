@@ -78,6 +78,7 @@ TEST(Roofline, EverySupportedIsaGivesPositiveFiniteRates) {
       EXPECT_EQ(m.dram_bytes, size_t{1} << 20);
       EXPECT_TRUE(positive(m.seconds));
       EXPECT_FALSE(m.from_cache);
+      EXPECT_TRUE(positive(measure_dram_read(n_threads, isa, tiny())));  // the stream alone
     }
   }
 }
@@ -104,9 +105,12 @@ TEST(Roofline, RejectsBadArguments) {
   RooflineOptions no_reps = tiny();
   no_reps.dram_reps = 0;
   EXPECT_THROW(measure_roofline(1, Isa::Scalar, no_reps), Error);
+  EXPECT_THROW(measure_dram_read(0, Isa::Scalar, tiny()), Error);
+  EXPECT_THROW(measure_dram_read(1, Isa::Scalar, no_reps), Error);
   for (Isa isa : {Isa::Avx2, Isa::Avx512})
     if (!isa_supported(isa, cpu_features())) {
       EXPECT_THROW(measure_roofline(1, isa, tiny()), Error);
+      EXPECT_THROW(measure_dram_read(1, isa, tiny()), Error);
     }
 }
 

@@ -2,6 +2,8 @@
 // token's attention (all heads), through lumen::attention() on the pool. bytes_per_second counts
 // the K/V bytes the query reads (the decode floor is reading them once from DRAM). The
 // BM_AttentionDecodeKv variant takes the K and V types (ggml type ids: 1 F16, 8 Q8_0, 2 Q4_0).
+// BM_AttentionPrefill: a prompt's causal attention, all its tokens against each other (F16
+// cache); items_per_second counts query tokens.
 //   ./build/bench/lumen_bench_micro --benchmark_filter=AttentionDecode
 #include <benchmark/benchmark.h>
 
@@ -75,6 +77,48 @@ void BM_AttentionDecodeKv(benchmark::State& state) {
 // is in DRAM. Fewer KV heads than threads (or not a multiple of them): the decode's spans split.
 void BM_AttentionDecodeDeep(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16, 22); }
 // TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
+// Args: n_head, n_head_kv, head_dim, n_tokens, threads. One layer: a prompt of n_tokens
+// positions, all written to the cache, then each position's query attends to [0, its position].
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n = state.range(3);
+  ThreadPool pool(static_cast<int>(state.range(4)));
+  KvLayout layout;
+  layout.n_layer = 1;
+  layout.n_head_kv = n_head_kv;
+  layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
+  layout.k_type = layout.v_type = GgmlType::F16;
+  const int32_t n_blocks = static_cast<int32_t>((n + layout.block_size - 1) / layout.block_size);
+  KvStorage kv(layout, n_blocks);
+  std::vector<BlockId> table(n_blocks);
+  for (int32_t b = 0; b < n_blocks; b++) table[b] = b;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
+  for (int64_t p = 0; p < n; p++) {
+    for (float& x : k) x = nd(rng);
+    for (float& x : v) x = nd(rng);
+    kv.write(0, p, k.data(), v.data());
+  }
+  const PagedKvSource source = kv.source(0, table);
+  const KvRows rows = source.rows();
+  std::vector<float> q(n * n_head * hd), out(n * n_head * hd);
+  for (float& x : q) x = nd(rng);
+  std::vector<int32_t> seq(n, 0), pos(n);
+  for (int64_t t = 0; t < n; t++) pos[t] = static_cast<int32_t>(t);
+  AttentionParams p;
+  p.n_head = n_head;
+  p.n_head_kv = n_head_kv;
+  p.head_dim_k = p.head_dim_v = hd;
+  p.scale = 0.125f;
+  p.k_type = p.v_type = GgmlType::F16;
+  for (auto _ : state) {
+    const AttentionBatch b{&rows, 1, seq.data(), pos.data(), n};
+    attention(p, b, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(n * state.iterations());
+}
+
 BENCHMARK(BM_AttentionDecode)
     ->Args({32, 4, 64, 576, 2})
     ->Args({32, 4, 64, 2048, 2})
@@ -95,6 +139,15 @@ BENCHMARK(BM_AttentionDecodeKv)
     ->Args({32, 4, 64, 2048, 1, 8, 8})
     ->Args({32, 4, 64, 2048, 1, 2, 2})
     ->Args({32, 4, 64, 2048, 1, 8, 2})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+// A 512-token prompt: Gemma 2 2B (8 heads, 4 KV heads of 256), Phi-3 mini (32, 32 of 96),
+// TinyLlama (32, 4 of 64), Llama 3.2 1B (32, 8 of 64).
+BENCHMARK(BM_AttentionPrefill)
+    ->Args({8, 4, 256, 512, 2})
+    ->Args({32, 32, 96, 512, 2})
+    ->Args({32, 4, 64, 512, 2})
+    ->Args({32, 8, 64, 512, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

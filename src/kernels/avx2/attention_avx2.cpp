@@ -120,8 +120,9 @@ struct Attn {
   // V always staged: one row per pass makes a group's passes many, each re-reading V.
   static bool v_in_place(GgmlType, int64_t, int64_t) { return false; }
   static void rows_block(int, const float* const* q, const AttentionParams& p, const float* kbuf,
-                         const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         const attention_tile::Values& values, const Row* rows, float* pbuf,
                          attention_tile::Ahead& ahead, int64_t share) {
+    const int64_t lo = rows[0].lo, nk = rows[0].nk;
     const float* vbuf = values.staged;
     // One row per pass: passes are many (8 per block for a group of 8), so each issues its
     // share of the next block's prefetches up front.

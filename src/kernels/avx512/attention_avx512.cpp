@@ -55,7 +55,8 @@ inline void transpose16(__m512* r) {
 }
 
 // Columns [c0, c0 + 16 NV) of R rows' outputs: o = o * alpha + sum over keys [lo, nk) of p_j v_j,
-// V's vectors read through vs.load(key, column).
+// V's vectors read through vs.load(key, column); [lo, nk) is the union of the rows' keys, a
+// row's p_j 0 outside its own (its o unchanged: o + 0 * v is o).
 template <int R, int NV, class VS>
 inline void pv_chunk(const Row* rows, const __m512* alpha, const VS& vs, int64_t c0, int64_t lo, int64_t nk,
                      const float* pbuf) {
@@ -182,16 +183,16 @@ void scores_q8(const float* const* q, int64_t dk, const float* kbuf, int bias, _
     }
 }
 
-// R query rows (1..4: heads of one query that share this KV head) against keys [lo, nk) of the
-// staged block (the others are masked): K as its stager left it in kbuf (scores_f32 or
-// scores_q8), V row-major (values: staged rows of dvp floats, or the cache's slices). Every
-// row's operations are the same whatever the other rows are, and a query's heads are always
-// split into the same R-chunks, so results do not depend on the tile (decode = prefill, bit for
-// bit). The score loop prefetches `share` lines of the next block (attention_tile::Ahead).
+// R query rows (1..4: heads that share this KV head, of one query or of consecutive ones), each
+// against its keys [rows[r].lo, rows[r].nk) of the staged block (the others masked): K as its
+// stager left it in kbuf (scores_f32 or scores_q8), V row-major (values: staged rows of dvp
+// floats, or the cache's slices). Every row's operations are the same whatever the other rows
+// are, so results do not depend on the tile (decode = prefill, bit for bit). The score loop
+// prefetches `share` lines of the next block (attention_tile::Ahead).
 template <int R>
 void rows_block(const float* const* q, const AttentionParams& p, const float* kbuf,
-                const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
-                attention_tile::Ahead& ahead, int64_t share) {
+                const attention_tile::Values& values, const Row* rows, float* pbuf, attention_tile::Ahead& ahead,
+                int64_t share) {
   constexpr int64_t B = kAttentionKeyBlock;
   const int64_t dvp = round16(p.head_dim_v);
   const float scale = p.scale, softcap = p.softcap;
@@ -205,13 +206,17 @@ void rows_block(const float* const* q, const AttentionParams& p, const float* kb
   else scores_q8<R>(q, p.head_dim_k, kbuf, p.k_type == GgmlType::Q8_0 ? 128 : 8, acc, pf, share);
   ahead = pf;
   const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
-  // Bit j: key j is in [lo, nk) (lo < nk <= 64).
-  const uint64_t keys = (nk >= 64 ? ~uint64_t{0} : (uint64_t{1} << nk) - 1) & ~((uint64_t{1} << lo) - 1);
+  int64_t lo = rows[0].lo, nk = rows[0].nk;  // the union of the rows' keys
   __m512 alpha[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++) {
-    // Keys outside [lo, nk) hold stale (or never staged) values: their lanes become -inf and
-    // never reach the output.
+    lo = rows[r].lo < lo ? rows[r].lo : lo;
+    nk = rows[r].nk > nk ? rows[r].nk : nk;
+    // Bit j: key j is in the row's [lo, nk) (lo < nk <= 64).
+    const uint64_t below_nk = rows[r].nk >= 64 ? ~uint64_t{0} : (uint64_t{1} << rows[r].nk) - 1;
+    const uint64_t keys = below_nk & ~((uint64_t{1} << rows[r].lo) - 1);
+    // Keys outside [lo, nk) hold stale (or never staged) values, or belong to another row: their
+    // lanes become -inf, weigh exactly 0 (exp(-inf)) and never reach the output.
     __m512 mx = ninf;
 #pragma GCC unroll 4
     for (int sb = 0; sb < 4; sb++) {
@@ -247,7 +252,7 @@ void rows_block(const float* const* q, const AttentionParams& p, const float* kb
 }
 
 using RowsBlockFn = void (*)(const float* const*, const AttentionParams&, const float*, const attention_tile::Values&,
-                             int64_t, int64_t, const Row*, float*, attention_tile::Ahead&, int64_t);
+                             const Row*, float*, attention_tile::Ahead&, int64_t);
 constexpr RowsBlockFn kRowsBlock[5] = {nullptr, rows_block<1>, rows_block<2>, rows_block<3>, rows_block<4>};
 
 // K: keys [lo, nb) of the block (the slices fetched), transposed into kt: dk rows of 64 keys,
@@ -345,9 +350,9 @@ struct Attn {
     return passes <= 2 && dv % 16 == 0 && (t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::F32);
   }
   static void rows_block(int nr, const float* const* q, const AttentionParams& p, const float* kbuf,
-                         const attention_tile::Values& values, int64_t lo, int64_t nk, const Row* rows, float* pbuf,
+                         const attention_tile::Values& values, const Row* rows, float* pbuf,
                          attention_tile::Ahead& ahead, int64_t share) {
-    kRowsBlock[nr](q, p, kbuf, values, lo, nk, rows, pbuf, ahead, share);
+    kRowsBlock[nr](q, p, kbuf, values, rows, pbuf, ahead, share);
   }
 };
 

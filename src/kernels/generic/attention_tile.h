@@ -6,7 +6,8 @@
 // loaders and stagers (every K/V type dequantized to F32 exactly as kv_row_to_float), a
 // block-type K's queries rounded to Q8_0 (attention.h: kv_k_meets_q8), and the final
 // normalisation. What differs per ISA is A:
-//  - A::kRows: how many of a query's heads (rows) one pass over the staged block serves;
+//  - A::kRows: how many rows one pass over the staged block serves: a query's heads, or the
+//    heads of several consecutive queries where a group is smaller (each row with its own keys);
 //  - A::stage_k_for(type): how K is staged (AVX2 row-major like V; AVX-512 transposed);
 //  - A::kQ8: whether its scores against a block-type K take the queries as the unpacked Q8_0
 //    (attention_query_q8) and integer dot products; else as the floats d * q of that rounding;
@@ -14,9 +15,10 @@
 //    rows against the block, issuing its share of the next block's prefetches (Ahead);
 //  - A::v_in_place(type, dv, passes): whether the row passes read V's slices where they are
 //    stored (Values) instead of a staged F32 copy.
-// Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv))
-// and on which chunk of A::kRows of its group it is in, never on the other queries of the
-// tile, so a query gets the same bits in decode and in prefill. Free of library inline code
+// Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv)),
+// never on the other rows of its pass or the other queries of the tile (a pass walks the union
+// of its rows' keys, a row's keys outside its own range weigh exactly 0), so a query gets the
+// same bits in decode and in prefill. Free of library inline code
 // (no std:: containers or algorithms); internal linkage (an unnamed namespace).
 #pragma once
 
@@ -34,10 +36,11 @@ constexpr int64_t kB = kAttentionKeyBlock;
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-struct Row {  // one query row's running state
+struct Row {  // one query row's running state, and its keys [lo, nk) of the current block
   float* o;   // output accumulator, dvp floats
   float* m;   // running max
   float* l;   // running sum of exp
+  int64_t lo, nk;
 };
 
 // A head slice of n elements -> floats at dst, zero-padded to round16(n): the same floats as
@@ -233,8 +236,12 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
   static_assert(kAttentionSpan % kB == 0, "a key block never straddles two spans");
   const RowsFn stage_k = A::stage_k_for(p.k_type);
   const RowsFn stage_v = Stage<V>::rows_for(p.v_type);
-  const int64_t chunks = (group + A::kRows - 1) / A::kRows;  // row passes per query and block
-  const int64_t passes = qs.n_q * chunks;                     // row passes per block
+  // Row passes per block: a query's heads in chunks of A::kRows, or, where a group is smaller,
+  // the heads of A::kRows / group consecutive queries in one pass (Gemma 2's groups of 2 and
+  // Phi-3's of 1 would leave AVX-512's 4-row passes half or three-quarters empty).
+  const int64_t q_per_pass = group < A::kRows ? A::kRows / group : 1;
+  const int64_t passes = q_per_pass > 1 ? (qs.n_q + q_per_pass - 1) / q_per_pass
+                                        : qs.n_q * ((group + A::kRows - 1) / A::kRows);
   const bool v_in_place = A::v_in_place(p.v_type, dv, passes);
   const Values values{vbuf, v_in_place ? v_rows : nullptr, p.v_type};
   const auto q_of = [&](int64_t i, int64_t g) { return qs.q + qs.rows[i] * qs.ldq + (hk * group + g) * dk; };
@@ -328,24 +335,27 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).
     const int64_t share = (ahead.total() + passes - 1) / passes;
+    const float* q[A::kRows];
+    Row rows[A::kRows];
+    int nr = 0;
+    const auto pass = [&] {
+      if (nr > 0) A::rows_block(nr, q, p, kbuf, values, rows, pbuf, ahead, share);
+      nr = 0;
+    };
     for (int64_t i = 0; i < qs.n_q; i++) {
       int64_t begin, end;
       query_keys(qs, i, &begin, &end);
       const int64_t k_lo = begin > j0 ? begin - j0 : 0, nk = min64(nb, end - j0);
       if (nk <= k_lo) continue;
-      // The query's heads of this group in chunks of up to A::kRows (always the same chunks).
-      for (int64_t g0 = 0; g0 < group; g0 += A::kRows) {
-        const int nr = static_cast<int>(min64(A::kRows, group - g0));
-        const float* q[A::kRows];
-        Row rows[A::kRows];
-        for (int k = 0; k < nr; k++) {
-          const int64_t r = i * group + g0 + k;
-          q[k] = q8 ? qrow + r * dkp : q_of(i, g0 + k);
-          rows[k] = Row{o + r * dvp, mx + r, ls + r};
-        }
-        A::rows_block(nr, q, p, kbuf, values, k_lo, nk, rows, pbuf, ahead, share);
+      for (int64_t g = 0; g < group; g++) {
+        const int64_t r = i * group + g;
+        q[nr] = q8 ? qrow + r * dkp : q_of(i, g);
+        rows[nr++] = Row{o + r * dvp, mx + r, ls + r, k_lo, nk};
+        if (nr == A::kRows) pass();
       }
+      if (nr + group > A::kRows) pass();  // the next query's heads do not fit: a pass never splits them
     }
+    pass();
     ahead.lines(ahead.total());  // whatever the passes left (none when every pass took its share)
   }
 

@@ -10,8 +10,8 @@
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar",   ref::rms_norm, ref::rope,    ref::softmax, ref::swiglu, ref::geglu,
-                             ref::vec_add, ref::to_f16,  ref::to_bf16, from_float_q8_0};
+const OpsTable kOpsScalar = {"scalar",     ref::rms_norm, ref::rope,   ref::softmax, ref::swiglu,   ref::geglu,
+                             ref::soft_cap, ref::vec_add,  ref::to_f16, ref::to_bf16, from_float_q8_0};
 
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
@@ -53,6 +53,8 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopePa
 void softmax(float* x, int64_t n) { active().softmax(x, n); }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) { active().swiglu(gate, up, out, n); }
+
+void soft_cap(float* x, int64_t n, float cap) { active().soft_cap(x, n, cap); }
 
 void vec_add(const float* a, const float* b, float* out, int64_t n) { active().vec_add(a, b, out, n); }
 

@@ -47,6 +47,10 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 // table of those F16 values indexed by the F16 input).
 void geglu(const float* gate, const float* up, float* out, int64_t n);
 
+// In place: x[i] = cap * tanh(x[i] * (1 / cap)), as ggml scales, tanhs and scales back
+// (Gemma 2's final logit soft-capping). SIMD tanh within ~1e-7 of tanhf; a NaN stays NaN.
+void soft_cap(float* x, int64_t n, float cap);
+
 // out[i] = a[i] + b[i] (out may be a or b): residual connections, biases.
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 

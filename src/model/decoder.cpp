@@ -390,8 +390,13 @@ void Decoder::logits(const Batch& batch, float* logits_out) {
   if (n_out == 0) return;
   matmul(output_, xn_.data(), c.n_embd, n_out, logits_out, c.n_vocab, scratch_.data(), pool());
   if (final_softcap_ > 0.0f) {
-    const float cap = final_softcap_, inv = 1.0f / final_softcap_;
-    for (int64_t i = 0; i < n_out * c.n_vocab; i++) logits_out[i] = cap * std::tanh(logits_out[i] * inv);
+    // Gemma 2's 256,000 logits a token: a scalar tanhf each, on one thread while the others
+    // waited, took ~1.5% of its decode step.
+    constexpr int64_t kChunk = 16384;
+    const int64_t n = n_out * c.n_vocab;
+    pool().parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e, int) {
+      soft_cap(logits_out + b * kChunk, std::min(n, e * kChunk) - b * kChunk, final_softcap_);
+    });
   }
 }
 

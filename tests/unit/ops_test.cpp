@@ -187,6 +187,35 @@ TEST(Ops, GegluMatchesReference) {
   EXPECT_NEAR(y, 0.84119, 5e-4);
 }
 
+// Soft-capping (Gemma 2's logits): within a few 1e-7 of cap * tanhf, the saturated ends and
+// infinities at +-cap, a NaN kept.
+TEST(Ops, SoftCapMatchesReference) {
+  std::vector<float> edge = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-4f, 269.9f, 270.1f, -270.1f, 1e6f, -1e6f,
+                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (float v = -400.0f; v <= 400.0f; v += 0.77f) edge.push_back(v);
+  for (const OpsTable* t : tables()) {
+    SCOPED_TRACE(t->name);
+    for (float cap : {30.0f, 50.0f}) {
+      for (int64_t n : kLengths) {
+        const auto x = randn(n, static_cast<uint32_t>(n + 29), 20.0f);
+        std::vector<float> want = x, got = x;
+        ref::soft_cap(want.data(), n, cap);
+        t->soft_cap(got.data(), n, cap);
+        expect_close(got, want, 1e-5, 1e-6 * cap, "soft_cap");
+      }
+      std::vector<float> want = edge, got = edge;
+      ref::soft_cap(want.data(), static_cast<int64_t>(edge.size()), cap);
+      t->soft_cap(got.data(), static_cast<int64_t>(edge.size()), cap);
+      expect_close(got, want, 1e-5, 1e-6 * cap, "soft_cap edges");
+      EXPECT_EQ(got[10], cap);  // +-inf
+      EXPECT_EQ(got[11], -cap);
+    }
+    float nan = std::numeric_limits<float>::quiet_NaN();
+    t->soft_cap(&nan, 1, 30.0f);
+    EXPECT_TRUE(std::isnan(nan));
+  }
+}
+
 TEST(Ops, SwigluMatchesReference) {
   std::vector<float> edge = {0.0f, -0.0f, 1e-30f, -1e-30f, 80.0f, -80.0f, 87.0f, -87.0f, 88.5f, -88.5f,
                              88.8f, -88.8f, 100.0f, -100.0f, 104.0f, -104.0f, 1e6f, -1e6f, 20.5f, -20.5f};

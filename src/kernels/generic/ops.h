@@ -138,6 +138,17 @@ void geglu(const float* gate, const float* up, float* out, int64_t n) {
   });
 }
 
+template <class V>
+void soft_cap(float* x, int64_t n, float cap) {
+  using F = typename V::F;
+  const F vcap = V::set1(cap), inv = V::set1(1.0f / cap);
+  for_vectors<V>(n, [&]<bool kFull>(int64_t i, typename V::M m) {
+    const F v = load<V, kFull>(m, x + i);
+    const F y = V::mul(vcap, vec_math::tanh<V>(V::mul(v, inv)));
+    store<V, kFull>(m, x + i, V::select_le(v, v, y, v));  // a NaN (v <= v false) stays NaN
+  });
+}
+
 // x rounded to F16 (kBf16: BF16) at y; the tail through a vector's worth of scratch.
 template <class V, bool kBf16>
 void to_half(const float* x, uint16_t* y, int64_t n) {

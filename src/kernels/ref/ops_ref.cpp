@@ -110,6 +110,11 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void soft_cap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; i++) x[i] = cap * std::tanh(x[i] * inv);
+}
+
 void vec_add(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }

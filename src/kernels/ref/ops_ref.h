@@ -15,6 +15,7 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopePa
 void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);
+void soft_cap(float* x, int64_t n, float cap);
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 void to_f16(const float* x, uint16_t* y, int64_t n);
 void to_bf16(const float* x, uint16_t* y, int64_t n);

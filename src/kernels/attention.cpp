@@ -202,8 +202,8 @@ void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const 
 
 AttentionTileFn attention_tile_kernel(Isa isa) {
   switch (isa) {
-    case Isa::Avx512: return attention_tile_avx512;
-    case Isa::Avx2: return attention_tile_avx2;
+    case Isa::Avx512: return kAttentionAvx512.tile;
+    case Isa::Avx2: return kAttentionAvx2.tile;
     case Isa::Scalar: break;
   }
   return attention_tile_reference;
@@ -368,7 +368,7 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
     }
   });
   if (st.merges.empty()) return;
-  const AttentionMergeFn merge = isa == Isa::Avx512 ? attention_merge_avx512 : attention_merge_avx2;
+  const AttentionMergeFn merge = isa == Isa::Avx512 ? kAttentionAvx512.merge : kAttentionAvx2.merge;
   pool.parallel_for(static_cast<int64_t>(st.merges.size()), 1, [&](int64_t b, int64_t e, int thread) {
     for (int64_t i = b; i < e; i++) {
       const Merge& m = st.merges[i];

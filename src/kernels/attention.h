@@ -129,10 +129,6 @@ size_t attention_scratch_floats(const AttentionParams& p, int64_t n_q, int64_t m
 
 void attention_tile_reference(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
                               float* scratch);
-void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
-                         float* scratch);
-void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
-                           float* scratch);
 AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scalar
 
 // The merge of a span split: `partials` holds n_spans states (span-major) of every row of the
@@ -140,10 +136,14 @@ AttentionTileFn attention_tile_kernel(Isa isa);  // the reference for Isa::Scala
 // every span would and writes the outputs. scratch: attention_partial_floats(p) + 16 floats.
 using AttentionMergeFn = void (*)(const AttentionParams& p, const AttentionQueries& qs, int64_t hk,
                                   const float* partials, int64_t n_spans, float* scratch);
-void attention_merge_avx2(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
-                          int64_t n_spans, float* scratch);
-void attention_merge_avx512(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
-                            int64_t n_spans, float* scratch);
+
+// An ISA's tile and merge: kernels/generic/attention_tile.h instantiated by
+// kernels/avx2/attention_avx2.cpp and kernels/avx512/attention_avx512.cpp.
+struct AttentionKernels {
+  AttentionTileFn tile;
+  AttentionMergeFn merge;
+};
+extern const AttentionKernels kAttentionAvx2, kAttentionAvx512;
 
 // The sequences and queries of one layer's attention over a batch: token t (of sequence
 // seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]] (with a

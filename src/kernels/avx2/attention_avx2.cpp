@@ -139,14 +139,6 @@ struct Attn {
 
 }  // namespace
 
-void attention_tile_avx2(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
-                         float* scratch) {
-  attention_tile::tile<avx2::Vf, Attn>(p, kv, qs, hk, scratch);
-}
-
-void attention_merge_avx2(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
-                          int64_t n_spans, float* scratch) {
-  attention_tile::merge<avx2::Vf>(p, qs, hk, partials, n_spans, scratch);
-}
+const AttentionKernels kAttentionAvx2 = {attention_tile::tile<avx2::Vf, Attn>, attention_tile::merge<avx2::Vf>};
 
 }  // namespace lumen

@@ -358,14 +358,6 @@ struct Attn {
 
 }  // namespace
 
-void attention_tile_avx512(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs, int64_t hk,
-                           float* scratch) {
-  attention_tile::tile<avx512::Vf, Attn>(p, kv, qs, hk, scratch);
-}
-
-void attention_merge_avx512(const AttentionParams& p, const AttentionQueries& qs, int64_t hk, const float* partials,
-                          int64_t n_spans, float* scratch) {
-  attention_tile::merge<avx512::Vf>(p, qs, hk, partials, n_spans, scratch);
-}
+const AttentionKernels kAttentionAvx512 = {attention_tile::tile<avx512::Vf, Attn>, attention_tile::merge<avx512::Vf>};
 
 }  // namespace lumen

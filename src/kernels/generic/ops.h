@@ -9,7 +9,9 @@
 
 #include <cstdint>
 
+#include "kernels/generic/quantize_act.h"
 #include "kernels/ops.h"
+#include "kernels/ops_isa.h"
 #include "kernels/ref/ops_ref.h"
 
 #define LUMEN_OPS_INLINE static inline __attribute__((always_inline))
@@ -170,6 +172,14 @@ void vec_add(const float* a, const float* b, float* out, int64_t n) {
   for_vectors<V>(n, [&]<bool kFull>(int64_t i, typename V::M m) {
     store<V, kFull>(m, out + i, V::add(load<V, kFull>(m, a + i), load<V, kFull>(m, b + i)));
   });
+}
+
+// V's table (kernels/ops_isa.h): what each ISA's ops translation unit defines.
+template <class V>
+constexpr OpsTable table(const char* name) {
+  return {name,       rms_norm<V>,       rope<V>,          softmax<V>,
+          swiglu<V>,  geglu<V>,          soft_cap<V>,      vec_add<V>,
+          to_half<V, false>, to_half<V, true>, quantize_act::q8_0_blocks<V>};
 }
 
 }  // namespace

@@ -18,52 +18,81 @@
 namespace lumen {
 namespace {
 
+// A cache of n_layers layers holding positions [0, n_kv) of random K/V (block table 0, 1, ...)
+// and each layer's row source.
+struct RandomCache {
+  RandomCache(int64_t n_layers, int64_t n_head_kv, int64_t hd, int64_t n_kv, GgmlType k_type, GgmlType v_type)
+      : kv(layout_of(n_layers, n_head_kv, hd, k_type, v_type), blocks_for(n_kv)) {
+    for (int32_t b = 0; b < kv.n_blocks(); b++) table.push_back(b);
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
+    for (int64_t l = 0; l < n_layers; l++)
+      for (int64_t p = 0; p < n_kv; p++) {
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        kv.write(l, p, k.data(), v.data());
+      }
+    for (int64_t l = 0; l < n_layers; l++) sources.push_back(kv.source(l, table));
+    for (const auto& s : sources) rows.push_back(s.rows());
+  }
+  static KvLayout layout_of(int64_t n_layers, int64_t n_head_kv, int64_t hd, GgmlType k_type, GgmlType v_type) {
+    KvLayout layout;
+    layout.n_layer = n_layers;
+    layout.n_head_kv = n_head_kv;
+    layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
+    layout.k_type = k_type;
+    layout.v_type = v_type;
+    return layout;
+  }
+  static int32_t blocks_for(int64_t n_kv) {
+    const int64_t bs = KvLayout{}.block_size;
+    return static_cast<int32_t>((n_kv + bs - 1) / bs);
+  }
+  KvStorage kv;
+  std::vector<BlockId> table;
+  std::vector<PagedKvSource> sources;
+  std::vector<KvRows> rows;
+};
+
+AttentionParams params_of(const benchmark::State& state, GgmlType k_type, GgmlType v_type) {
+  AttentionParams p;
+  p.n_head = state.range(0);
+  p.n_head_kv = state.range(1);
+  p.head_dim_k = p.head_dim_v = state.range(2);
+  p.scale = 0.125f;
+  p.k_type = k_type;
+  p.v_type = v_type;
+  return p;
+}
+
+std::vector<float> random_floats(size_t n) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
 // Args: n_head, n_head_kv, head_dim, n_kv, threads. kLayers layers, called in turn: 8, so the K/V
 // of one call (a layer) is not in L2 from the previous call's layer; 22 (TinyLlama's) at 4,096
 // keys, so the cache is in DRAM as in a model's decode step.
 void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type, int64_t kLayers = 8) {
-  const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n_kv = state.range(3);
+  const AttentionParams p = params_of(state, k_type, v_type);
+  const int64_t n_kv = state.range(3), width = p.n_head * p.head_dim_k;
   ThreadPool pool(static_cast<int>(state.range(4)));
-  KvLayout layout;
-  layout.n_layer = kLayers;
-  layout.n_head_kv = n_head_kv;
-  layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
-  layout.k_type = k_type;
-  layout.v_type = v_type;
-  const int32_t n_blocks = static_cast<int32_t>((n_kv + layout.block_size - 1) / layout.block_size);
-  KvStorage kv(layout, n_blocks);
-  std::vector<BlockId> table(n_blocks);
-  for (int32_t b = 0; b < n_blocks; b++) table[b] = b;
-  std::mt19937 rng(1);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
-  for (int64_t l = 0; l < kLayers; l++)
-    for (int64_t p = 0; p < n_kv; p++) {
-      for (float& x : k) x = nd(rng);
-      for (float& x : v) x = nd(rng);
-      kv.write(l, p, k.data(), v.data());
-    }
-  std::vector<PagedKvSource> sources;
-  std::vector<KvRows> rows;
-  for (int64_t l = 0; l < kLayers; l++) sources.push_back(kv.source(l, table));
-  for (const auto& s : sources) rows.push_back(s.rows());
-  std::vector<float> q(n_head * hd), out(n_head * hd);
-  for (float& x : q) x = nd(rng);
-  AttentionParams p;
-  p.n_head = n_head;
-  p.n_head_kv = n_head_kv;
-  p.head_dim_k = p.head_dim_v = hd;
-  p.scale = 0.125f;
-  p.k_type = k_type;
-  p.v_type = v_type;
+  const RandomCache cache(kLayers, p.n_head_kv, p.head_dim_k, n_kv, k_type, v_type);
+  const std::vector<float> q = random_floats(width);
+  std::vector<float> out(width);
   const int32_t seq = 0, pos = static_cast<int32_t>(n_kv - 1);
   int64_t layer = 0;
   for (auto _ : state) {
-    const AttentionBatch b{&rows[layer], 1, &seq, &pos, 1};
-    attention(p, b, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
+    const AttentionBatch b{&cache.rows[layer], 1, &seq, &pos, 1};
+    attention(p, b, q.data(), width, out.data(), width, pool, active_isa());
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % kLayers;
   }
+  const KvLayout& layout = cache.kv.layout();
   state.SetBytesProcessed(static_cast<int64_t>(n_kv * (layout.row_bytes_k() + layout.row_bytes_v())) * state.iterations());
 }
 
@@ -76,44 +105,21 @@ void BM_AttentionDecodeKv(benchmark::State& state) {
 // Args as BM_AttentionDecode; 22 layers, so at 4,096 keys the F16 cache (88 MiB for TinyLlama)
 // is in DRAM. Fewer KV heads than threads (or not a multiple of them): the decode's spans split.
 void BM_AttentionDecodeDeep(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16, 22); }
-// TinyLlama (32 heads, 4 KV heads), SmolLM-135M (9, 3), at 576 and 2048 keys.
+
 // Args: n_head, n_head_kv, head_dim, n_tokens, threads. One layer: a prompt of n_tokens
 // positions, all written to the cache, then each position's query attends to [0, its position].
 void BM_AttentionPrefill(benchmark::State& state) {
-  const int64_t n_head = state.range(0), n_head_kv = state.range(1), hd = state.range(2), n = state.range(3);
+  const AttentionParams p = params_of(state, GgmlType::F16, GgmlType::F16);
+  const int64_t n = state.range(3), width = p.n_head * p.head_dim_k;
   ThreadPool pool(static_cast<int>(state.range(4)));
-  KvLayout layout;
-  layout.n_layer = 1;
-  layout.n_head_kv = n_head_kv;
-  layout.kv_dim_k = layout.kv_dim_v = n_head_kv * hd;
-  layout.k_type = layout.v_type = GgmlType::F16;
-  const int32_t n_blocks = static_cast<int32_t>((n + layout.block_size - 1) / layout.block_size);
-  KvStorage kv(layout, n_blocks);
-  std::vector<BlockId> table(n_blocks);
-  for (int32_t b = 0; b < n_blocks; b++) table[b] = b;
-  std::mt19937 rng(1);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> k(n_head_kv * hd), v(n_head_kv * hd);
-  for (int64_t p = 0; p < n; p++) {
-    for (float& x : k) x = nd(rng);
-    for (float& x : v) x = nd(rng);
-    kv.write(0, p, k.data(), v.data());
-  }
-  const PagedKvSource source = kv.source(0, table);
-  const KvRows rows = source.rows();
-  std::vector<float> q(n * n_head * hd), out(n * n_head * hd);
-  for (float& x : q) x = nd(rng);
+  const RandomCache cache(1, p.n_head_kv, p.head_dim_k, n, p.k_type, p.v_type);
+  const std::vector<float> q = random_floats(static_cast<size_t>(n * width));
+  std::vector<float> out(n * width);
   std::vector<int32_t> seq(n, 0), pos(n);
   for (int64_t t = 0; t < n; t++) pos[t] = static_cast<int32_t>(t);
-  AttentionParams p;
-  p.n_head = n_head;
-  p.n_head_kv = n_head_kv;
-  p.head_dim_k = p.head_dim_v = hd;
-  p.scale = 0.125f;
-  p.k_type = p.v_type = GgmlType::F16;
   for (auto _ : state) {
-    const AttentionBatch b{&rows, 1, seq.data(), pos.data(), n};
-    attention(p, b, q.data(), n_head * hd, out.data(), n_head * hd, pool, active_isa());
+    const AttentionBatch b{cache.rows.data(), 1, seq.data(), pos.data(), n};
+    attention(p, b, q.data(), width, out.data(), width, pool, active_isa());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(n * state.iterations());

@@ -18,8 +18,8 @@
 // Every step a row takes depends only on that row (its query, its key range [kv_begin, n_kv)),
 // never on the other rows of its pass or the other queries of the tile (a pass walks the union
 // of its rows' keys, a row's keys outside its own range weigh exactly 0), so a query gets the
-// same bits in decode and in prefill. Free of library inline code
-// (no std:: containers or algorithms); internal linkage (an unnamed namespace).
+// same bits in decode and in prefill. Free of library inline code (no std:: containers or
+// algorithms); internal linkage (an unnamed namespace).
 #pragma once
 
 #include <cstddef>

@@ -179,7 +179,9 @@ template <class V>
 constexpr OpsTable table(const char* name) {
   return {name,       rms_norm<V>,       rope<V>,          softmax<V>,
           swiglu<V>,  geglu<V>,          soft_cap<V>,      vec_add<V>,
-          to_half<V, false>, to_half<V, true>, quantize_act::q8_0_blocks<V>};
+          to_half<V, false>,                  // to_f16
+          to_half<V, true>,                   // to_bf16
+          quantize_act::q8_0_blocks<V>};      // to_q8_0
 }
 
 }  // namespace

@@ -231,6 +231,27 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
   });
 }
 
+void matmul_on_this_thread(const MatmulProblem* ps, int n, uint8_t* scratch) {
+  LUMEN_ASSERT(n >= 1 && n <= kMaxMatmulProblems);
+  Conversion conv[kMaxMatmulProblems];
+  int n_conv = 0;
+  uint8_t* free_act = align64(scratch);
+  for (int i = 0; i < n; i++) {
+    const MatmulProblem& pr = ps[i];
+    LUMEN_ASSERT(pr.w->kernel != nullptr && pr.n_tokens >= 1);
+    const MatmulKernel& k = *pr.w->kernel;
+    const size_t stride = act_stride(k, pr.w->n_in);
+    const int before = n_conv;
+    Conversion& cv = conv[conversion_of(conv, n_conv, pr, k, stride)];
+    if (n_conv > before) {
+      cv.act = free_act;
+      free_act = align64(free_act + stride * static_cast<size_t>(pr.n_tokens));
+      for (int64_t t = 0; t < pr.n_tokens; t++) cv.convert(cv.x + t * cv.ldx, cv.act + t * stride, cv.n_in);
+    }
+    k.compute(*pr.w, cv.act, stride, pr.n_tokens, pr.y, pr.ldy, 0, pr.w->n_out);
+  }
+}
+
 void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t ldx, int64_t n_tokens,
                   uint8_t* scratch, ThreadPool& pool) {
   LUMEN_ASSERT(n_outs >= 1 && n_outs <= kMaxMatmulOutputs);

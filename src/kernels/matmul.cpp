@@ -65,7 +65,7 @@ uint8_t* PackedWeights::allocate(size_t n_bytes) {
 }
 
 void prepare_weights(WeightMatrix& w, Isa isa) {
-  const MatmulKernel* k = find_matmul_kernel(w.type, isa);
+  const MatmulKernel* k = find_matmul_kernel_for(w, isa);
   if (!k) fail("no matmul kernel for weight type {}", type_name(w.type));
   prepare_weights(w, *k);
 }
@@ -82,7 +82,7 @@ namespace {
 
 // w's kernel, or the active ISA's for an unprepared matrix.
 const MatmulKernel& kernel_of(const WeightMatrix& w) {
-  const MatmulKernel* k = w.kernel ? w.kernel : find_matmul_kernel(w.type, active_isa());
+  const MatmulKernel* k = w.kernel ? w.kernel : find_matmul_kernel_for(w, active_isa());
   LUMEN_ASSERT(k != nullptr);
   return *k;
 }

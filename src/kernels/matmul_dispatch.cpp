@@ -9,6 +9,7 @@
 
 #include "kernels/avx2/matmul_avx2.h"
 #include "kernels/avx512/matmul_avx512.h"
+#include "kernels/matmul.h"
 #include "kernels/matmul_kernel.h"
 #include "kernels/ref/matmul_ref.h"
 
@@ -61,6 +62,15 @@ const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa) {
     for (int i = static_cast<int>(isa); i > static_cast<int>(Isa::Scalar); i--)
       if (const MatmulKernel* k = table()[t][static_cast<size_t>(i)]) return k;
   return reference_matmul_kernel(type);
+}
+
+const MatmulKernel* find_matmul_kernel_for(const WeightMatrix& w, Isa isa) {
+  const MatmulKernel* k = find_matmul_kernel(w.type, isa);
+  if (w.type == GgmlType::F32 && w.n_out <= 64 && k != nullptr) {
+    if (k->isa == Isa::Avx512) return &kMatmulF32NarrowAvx512;
+    if (k->isa == Isa::Avx2) return &kMatmulF32NarrowAvx2;
+  }
+  return k;
 }
 
 }  // namespace lumen

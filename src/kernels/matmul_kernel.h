@@ -56,6 +56,13 @@ struct MatmulKernel {
 // else the scalar reference kernel. nullptr when the type has no matmul support at all.
 const MatmulKernel* find_matmul_kernel(GgmlType type, Isa isa);
 
+// The kernel prepare_weights() gives w on `isa`: find_matmul_kernel()'s, except for an F32 matrix
+// of at most 64 rows (a mixture's router), which gets that ISA's narrow F32 kernel: its
+// one-vector panels are shared out among the threads where the wide kernel's single panel (64
+// rows on AVX-512, half of them padding for a 32-expert router) ran on one thread. Both give a
+// row the same bits.
+const MatmulKernel* find_matmul_kernel_for(const WeightMatrix& w, Isa isa);
+
 // The opt-in kernel that computes F16 weights as BF16 (vdpbf16ps), or nullptr when `isa` has no
 // BF16 dot product (it is never chosen by find_matmul_kernel: it changes the results).
 const MatmulKernel* find_f16_as_bf16_kernel(Isa isa);

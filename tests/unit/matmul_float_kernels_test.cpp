@@ -1,4 +1,4 @@
-// The float-weight matmul kernels (F32, F16, BF16; AVX2 and AVX-512) against the scalar
+// The float-weight matmul kernels (F32, F16, BF16; AVX2 and AVX-512; F32's narrow panels) against the scalar
 // reference kernel, through the MatmulKernel interface, over shapes with tails; plus the
 // properties the forward pass relies on: activation rounding bit for bit as the reference,
 // results independent of the batch a token is in, no writes outside the rows asked for.
@@ -90,6 +90,21 @@ std::vector<Isa> simd_isas() {
   return v;
 }
 
+// Each ISA's kernel for `type`, and for F32 each ISA's narrow kernel too (one-vector panels).
+std::vector<const MatmulKernel*> simd_kernels(GgmlType type, const std::vector<Isa>& isas) {
+  std::vector<const MatmulKernel*> ks;
+  for (Isa isa : isas) {
+    const MatmulKernel* k = find_matmul_kernel(type, isa);
+    EXPECT_EQ(k->isa, isa) << k->name;
+    ks.push_back(k);
+    WeightMatrix small;
+    small.type = type;
+    small.n_out = 32;
+    if (const MatmulKernel* n = find_matmul_kernel_for(small, isa); n != k) ks.push_back(n);
+  }
+  return ks;
+}
+
 // |w|.|a| per output, for a tolerance that scales with the terms summed (float accumulation
 // vs the reference's double).
 std::vector<double> magnitudes(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tokens) {
@@ -117,10 +132,8 @@ void check_shape(GgmlType type, const std::vector<Isa>& isas, int64_t n_in, int6
   const std::vector<float> want = run(*ref, W.w, x, n_tokens, ldy);
   const std::vector<double> mag = magnitudes(W.w, x, n_tokens);
   const double rel = 4e-7 * std::sqrt(static_cast<double>(n_in)) + 2e-7;
-  for (Isa isa : isas) {
-    const MatmulKernel* k = find_matmul_kernel(type, isa);
+  for (const MatmulKernel* k : simd_kernels(type, isas)) {
     ASSERT_NE(k, nullptr);
-    ASSERT_EQ(k->isa, isa) << k->name;
     const std::vector<float> got = run(*k, W.w, x, n_tokens, ldy);
     int bad = 0;
     for (int64_t t = 0; t < n_tokens; t++) {
@@ -157,9 +170,8 @@ TEST_P(FloatKernels, MatchReferenceOverShapes) {
 TEST_P(FloatKernels, TokenResultIndependentOfBatch) {
   const auto isas = simd_isas();
   if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
-  for (Isa isa : isas) {
-    SCOPED_TRACE(isa_name(isa));
-    const MatmulKernel* k = find_matmul_kernel(GetParam(), isa);
+  for (const MatmulKernel* k : simd_kernels(GetParam(), isas)) {
+    SCOPED_TRACE(k->name);
     const int64_t n_in = 700, n_out = 150, n_tokens = 40;
     Weights W = make_weights(GetParam(), n_in, n_out, 5);
     const std::vector<float> x = make_acts(n_in, n_tokens, 6);
@@ -193,6 +205,26 @@ TEST_P(FloatKernels, DriverWithThreads) {
     matmul(w, x.data(), n_in, n_tokens, y.data(), n_out, scratch.data(), pool);
     const std::vector<float> want = run(*w.kernel, W.w, x, n_tokens, n_out);
     for (size_t i = 0; i < y.size(); i++) ASSERT_EQ(y[i], want[i]) << i;
+  }
+}
+
+// An F32 matrix of at most 64 rows gets the narrow kernel (a router shared out among the
+// threads), and a row gets the same bits from it as from the wide one.
+TEST(FloatNarrowKernel, GivesTheWideBits) {
+  const auto isas = simd_isas();
+  if (isas.empty()) GTEST_SKIP() << "no AVX2 on this machine";
+  for (Isa isa : isas) {
+    const MatmulKernel* wide = find_matmul_kernel(GgmlType::F32, isa);
+    for (int64_t n_out : {1, 5, 32, 64, 65}) {
+      Weights W = make_weights(GgmlType::F32, 2048, n_out, 3);
+      const MatmulKernel* chosen = find_matmul_kernel_for(W.w, isa);
+      EXPECT_EQ(chosen == wide, n_out > 64) << chosen->name << " for " << n_out << " rows";
+      for (int64_t n_tokens : {1, 7, 33}) {
+        const std::vector<float> x = make_acts(2048, n_tokens, 4);
+        EXPECT_EQ(run(*chosen, W.w, x, n_tokens, n_out), run(*wide, W.w, x, n_tokens, n_out))
+            << chosen->name << " " << n_out << " rows, " << n_tokens << " tokens";
+      }
+    }
   }
 }
 

@@ -11,6 +11,8 @@ namespace lumen {
 
 // Float weights: panels of 32 rows stored k-major, 32 rows x 3 tokens per register tile.
 extern const MatmulKernel kMatmulF32Avx2;
+// F32 in panels of 8 rows (one vector), for matrices of a few dozen rows (find_matmul_kernel_for).
+extern const MatmulKernel kMatmulF32NarrowAvx2;
 extern const MatmulKernel kMatmulF16Avx2;   // F16 weights x activations rounded to F16
 extern const MatmulKernel kMatmulBf16Avx2;  // BF16 weights x activations rounded to BF16 (FMA in F32)
 

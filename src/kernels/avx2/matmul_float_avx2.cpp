@@ -31,17 +31,21 @@ struct FloatMm : Vf {
   static constexpr int64_t kWidenMinTokens = 6;
 };
 using K = float_mm::Kernels<FloatMm>;
+using KNarrow = float_mm::Kernels<FloatMm, 1>;
 using float_mm::Src;
 
 }  // namespace
 }  // namespace avx2
 
 using avx2::K;
+using avx2::KNarrow;
 const MatmulKernel kMatmulF16Avx2 = {"f16/avx2",      GgmlType::F16, Isa::Avx2, K::kNR, K::pack_half, K::act_bytes,
                                      K::convert_rounded<avx2::Vf::round_f16>, K::compute<avx2::Src::F16>};
 const MatmulKernel kMatmulBf16Avx2 = {"bf16/avx2",    GgmlType::BF16, Isa::Avx2, K::kNR, K::pack_half, K::act_bytes,
                                       K::convert_rounded<avx2::round_bf16>, K::compute<avx2::Src::Bf16>};
 const MatmulKernel kMatmulF32Avx2 = {"f32/avx2",      GgmlType::F32, Isa::Avx2, K::kNR, K::pack_f32, K::act_bytes,
                                      K::convert_f32,  K::compute<avx2::Src::F32>};
+const MatmulKernel kMatmulF32NarrowAvx2 = {"f32-narrow/avx2", GgmlType::F32, Isa::Avx2, KNarrow::kNR, KNarrow::pack_f32,
+                                          KNarrow::act_bytes, KNarrow::convert_f32, KNarrow::compute<avx2::Src::F32>};
 
 }  // namespace lumen

@@ -12,6 +12,8 @@ namespace lumen {
 // Float weights: panels of 64 rows stored k-major, 64 rows x 6 tokens per register tile. The
 // same tile serves decode and prefill, so a (row, token) result does not depend on the batch.
 extern const MatmulKernel kMatmulF32Avx512;
+// F32 in panels of 16 rows (one vector), for matrices of a few dozen rows (find_matmul_kernel_for).
+extern const MatmulKernel kMatmulF32NarrowAvx512;
 // F16 weights x activations rounded to F16 (products exact in F32, F32 accumulation); the
 // weights are widened in registers (vcvtph2ps) as they are loaded.
 extern const MatmulKernel kMatmulF16Avx512;

@@ -40,6 +40,7 @@ struct FloatMm : Vf {
   }
 };
 using K = float_mm::Kernels<FloatMm>;
+using KNarrow = float_mm::Kernels<FloatMm, 1>;
 constexpr int64_t kNR = K::kNR;
 
 // BF16: panel p, pair j, row r, half h -> element ((p * K2 + j) * kNR + r) * 2 + h; an odd
@@ -97,6 +98,7 @@ void convert_bf16(const float* x, uint8_t* dst, int64_t n) {
 }  // namespace avx512
 
 using avx512::K;
+using avx512::KNarrow;
 const MatmulKernel kMatmulF16Avx512 = {"f16/avx512", GgmlType::F16, Isa::Avx512, K::kNR, K::pack_half, K::act_bytes,
                                        K::convert_rounded<avx512::Vf::round_f16>, K::compute<avx512::Src::F16>};
 const MatmulKernel kMatmulBf16Avx512 = {"bf16/avx512-bf16", GgmlType::BF16, Isa::Avx512, K::kNR, avx512::pack_bf16,
@@ -106,5 +108,7 @@ const MatmulKernel kMatmulF16AsBf16Avx512 = {"f16-as-bf16/avx512-bf16", GgmlType
                                              K::compute<avx512::Src::Bf16Pairs>};
 const MatmulKernel kMatmulF32Avx512 = {"f32/avx512", GgmlType::F32, Isa::Avx512, K::kNR, K::pack_f32, K::act_bytes,
                                        K::convert_f32, K::compute<avx512::Src::F32>};
+const MatmulKernel kMatmulF32NarrowAvx512 = {"f32-narrow/avx512", GgmlType::F32, Isa::Avx512, KNarrow::kNR, KNarrow::pack_f32,
+                                          KNarrow::act_bytes, KNarrow::convert_f32, KNarrow::compute<avx512::Src::F32>};
 
 }  // namespace lumen

@@ -1,7 +1,7 @@
 // Float-weight matmul (F32, F16, BF16) written once over an ISA's float-matmul traits V (the
 // SIMD layer Vf plus the tile shape: avx2::FloatMm, avx512::FloatMm) and instantiated by that
-// ISA's translation unit. Weights are repacked into panels of kNR = 4 vectors of rows stored
-// k-major (for each k, the panel's rows side by side), so one vector load holds kLanes rows at
+// ISA's translation unit. Weights are repacked into panels of kNR = kV vectors of rows (4; 1
+// for the narrow F32 kernel) stored k-major (for each k, the panel's rows side by side), so one vector load holds kLanes rows at
 // one k and a register tile of kNR rows x kTokens tokens reuses every weight vector kTokens
 // times. The same tile serves decode and prefill with the same per-lane summation order, so a
 // (row, token) result does not depend on the batch it was computed in.
@@ -27,17 +27,21 @@ namespace {
 // step covers two k. Activations are 4 bytes per step: an F32 value, or a pair of BF16 values.
 enum class Src { F32, F16, Bf16, Bf16Pairs };
 
-constexpr int kV = 4;  // vectors across a panel
 // Activation rows are padded by one cache line: rows 2^k bytes apart would all map to the same
 // L1 sets, and a tile reads kTokens of them at once.
 constexpr size_t kActPad = 64;
 
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-template <class V>
+// kVecs vectors across a panel: 4 for every matrix but the narrow F32 kernel's 1, whose panels
+// of one vector's rows let a matrix of a few dozen rows (a mixture's router: 32) be shared out
+// among the threads and streamed without padding. A row's sum is the same sequence of FMAs at
+// any panel width.
+template <class V, int kVecs = 4>
 struct Kernels {
   using F = typename V::F;
   using M = typename V::M;
+  static constexpr int kV = kVecs;
   static constexpr int64_t kNR = int64_t{V::kLanes} * kV;  // rows per panel (the row_align)
   static constexpr int kT = V::kTokens;
   static constexpr size_t kWidenFloats = V::kWidenMinTokens > 0 ? V::kBlockBytes / 4 : 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -145,14 +146,121 @@ size_t matmul_multi_scratch_size(const WeightMatrix* const* ws, int n, int64_t n
   return total;
 }
 
+namespace {
+
+// One product of a matmul_grouped() call as the threads share it out: its row groups (of the
+// kernel's row_align rows) in units of `grain` groups, numbered from first_chunk in the call.
+struct Part {
+  const MatmulKernel* k;
+  const uint8_t* act;  // converted input rows in this kernel's format
+  size_t stride;
+  int64_t align, n_groups, grain, first_chunk;
+};
+
+int64_t total_rows(const MatmulProblem* ps, int n) {
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) rows += ps[i].w->n_out;
+  return rows;
+}
+
+// Units [u0, u1) of product i (all of them in it): one compute() call over their rows.
+void run_units(const MatmulProblem* ps, const Part* parts, int i, int64_t u0, int64_t u1) {
+  const Part& p = parts[i];
+  const MatmulProblem& pr = ps[i];
+  const int64_t r0 = (u0 - p.first_chunk) * p.grain * p.align;
+  const int64_t r1 = std::min(pr.w->n_out, (u1 - p.first_chunk) * p.grain * p.align);
+  p.k->compute(*pr.w, p.act, p.stride, pr.n_tokens, pr.y, pr.ldy, r0, r1);
+}
+
+// A few tokens (decode) read every weight byte once, so the job is a DRAM stream, and what
+// costs is each restart of a stream (the prefetchers ramp up again) and the tail where one
+// thread waits. Each thread therefore owns a contiguous range of the units (~16 per thread,
+// shared among the products in proportion to their rows) and claims it from the front in
+// halving pieces (one long stream, ending in small pieces); a thread done with its own range
+// steals single units from the back of the others'. A range's front and back are one atomic
+// word, so a claim is one CAS. A piece, once claimed, is its claimer's to finish: a worker the
+// OS deschedules holds up the job until it runs again, as with any claimed chunk, and then
+// for at most the rest of its piece (a quarter of a two-thread job at the first claim, where
+// the 4 chunks per thread this replaces held an eighth; the wait for the OS to run it again
+// is the larger part either way). qwen3moe-bench Q4_0 decode, 2 threads, against those chunks:
+// a median paired ratio of 1.055 over ten alternations; pieces capped at the old chunks' size
+// gave 1.008, so what counts is the length of each thread's stream, not only its contiguity.
+constexpr int kMaxRanges = 64;
+constexpr int64_t kUnitsPerThread = 16;
+
+struct alignas(64) Range {
+  std::atomic<uint64_t> front_back{0};  // front (low 32 bits) and back (high 32) unit indices
+};
+
+bool claim_front(Range& r, int64_t* u0, int64_t* u1) {
+  uint64_t v = r.front_back.load(std::memory_order_relaxed);
+  for (;;) {
+    const auto f = static_cast<int64_t>(v & 0xffffffffu), b = static_cast<int64_t>(v >> 32);
+    if (f >= b) return false;
+    const int64_t take = std::max<int64_t>(1, (b - f) / 2);
+    if (r.front_back.compare_exchange_weak(v, static_cast<uint64_t>(f + take) | (static_cast<uint64_t>(b) << 32),
+                                           std::memory_order_relaxed)) {
+      *u0 = f;
+      *u1 = f + take;
+      return true;
+    }
+  }
+}
+
+bool claim_back(Range& r, int64_t* u) {
+  uint64_t v = r.front_back.load(std::memory_order_relaxed);
+  for (;;) {
+    const auto f = static_cast<int64_t>(v & 0xffffffffu), b = static_cast<int64_t>(v >> 32);
+    if (f >= b) return false;
+    if (r.front_back.compare_exchange_weak(v, static_cast<uint64_t>(f) | (static_cast<uint64_t>(b - 1) << 32),
+                                           std::memory_order_relaxed)) {
+      *u = b - 1;
+      return true;
+    }
+  }
+}
+
+void few_token_job(const MatmulProblem* ps, int n, Part* parts, ThreadPool& pool) {
+  const int nt = pool.n_threads();
+  const int64_t rows = total_rows(ps, n);
+  int64_t n_units = 0;
+  for (int i = 0; i < n; i++) {
+    Part& p = parts[i];
+    const int64_t units = std::min(p.n_groups, std::max<int64_t>(1, (kUnitsPerThread * nt * ps[i].w->n_out + rows - 1) / rows));
+    p.grain = (p.n_groups + units - 1) / units;
+    p.first_chunk = n_units;
+    n_units += (p.n_groups + p.grain - 1) / p.grain;
+  }
+  Range ranges[kMaxRanges];
+  for (int t = 0; t < nt; t++)
+    ranges[t].front_back.store(static_cast<uint64_t>(n_units * t / nt) | (static_cast<uint64_t>(n_units * (t + 1) / nt) << 32),
+                               std::memory_order_relaxed);
+  // Units [u0, u1) as one compute() call per product they span.
+  const auto run = [&](int64_t u0, int64_t u1) {
+    while (u0 < u1) {
+      int i = n - 1;
+      while (u0 < parts[i].first_chunk) i--;
+      const int64_t end = i + 1 < n ? std::min(u1, parts[i + 1].first_chunk) : u1;
+      run_units(ps, parts, i, u0, end);
+      u0 = end;
+    }
+  };
+  // The ranges' initial values are published by the pool's job hand-off (release/acquire).
+  pool.parallel_for(nt, 1, [&](int64_t b, int64_t e, int) {
+    int64_t u0 = 0, u1 = 0;
+    for (int64_t t = b; t < e; t++)
+      while (claim_front(ranges[t], &u0, &u1)) run(u0, u1);
+    for (int k = 1; k < nt; k++) {  // the others' ranges, the next one first
+      Range& victim = ranges[(b + k) % nt];
+      while (claim_back(victim, &u0)) run(u0, u0 + 1);
+    }
+  });
+}
+
+}  // namespace
+
 void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool& pool) {
   LUMEN_ASSERT(n >= 1 && n <= kMaxMatmulProblems);
-  struct Part {
-    const MatmulKernel* k;
-    const uint8_t* act;  // converted input rows in this kernel's format
-    size_t stride;
-    int64_t align, n_groups, grain, first_chunk;
-  };
   Part parts[kMaxMatmulProblems];
   Conversion conv[kMaxMatmulProblems];
   int n_conv = 0;
@@ -191,29 +299,24 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
       cv.convert(cv.x + t * cv.ldx, cv.act + t * cv.stride, cv.n_in);
     }
   });
-  // Chunks of row groups claimed by threads; each chunk runs every token of its product over its
-  // rows, so a weight row is reused from cache for all those tokens. Few tokens (decode): about 4
-  // chunks per thread, shared among the few-token products in proportion to their rows: each
-  // claim is a contended atomic (~0.1 us between cores), and long chunks are long sequential
-  // streams. Many tokens: ~8 chunks per thread per product, at most 256 rows each, to balance
-  // the compute-bound work.
   const int nt = pool.n_threads();
+  if (few_token_rows > 0 && few_token_rows == total_rows(ps, n) && nt > 1 && nt <= kMaxRanges) {
+    few_token_job(ps, n, parts, pool);
+    return;
+  }
+  // Many tokens: chunks of row groups claimed by threads; each chunk runs every token of its
+  // product over its rows, so a weight row is reused from cache for all those tokens. ~8 chunks
+  // per thread per product, at most 256 rows each, to balance the compute-bound work.
   int64_t n_chunks = 0;
   for (int i = 0; i < n; i++) {
     Part& p = parts[i];
-    const int64_t n_out = ps[i].w->n_out;
-    if (ps[i].n_tokens <= 8) {
-      const int64_t chunks = std::min(p.n_groups, std::max<int64_t>(1, (4 * nt * n_out + few_token_rows - 1) / few_token_rows));
-      p.grain = (p.n_groups + chunks - 1) / chunks;
-    } else {
-      // At least 32 rows a chunk, so the kernels' two-group tiles apply to small matrices too
-      // (K and V of grouped-query attention: 256 rows).
-      const int64_t min_grain = std::min(p.n_groups, std::max<int64_t>(1, 32 / p.align));
-      p.grain = std::clamp<int64_t>(p.n_groups / (nt * 8), min_grain, std::max<int64_t>(min_grain, 256 / p.align));
-      // An even number of groups: an odd chunk ends in a one-group tile at half the two-group
-      // tile's rate (gemma2's 2304 rows made chunks of 9 groups: 3% of its prefill).
-      if (p.grain > 1) p.grain &= ~int64_t{1};
-    }
+    // At least 32 rows a chunk, so the kernels' two-group tiles apply to small matrices too
+    // (K and V of grouped-query attention: 256 rows).
+    const int64_t min_grain = std::min(p.n_groups, std::max<int64_t>(1, 32 / p.align));
+    p.grain = std::clamp<int64_t>(p.n_groups / (nt * 8), min_grain, std::max<int64_t>(min_grain, 256 / p.align));
+    // An even number of groups: an odd chunk ends in a one-group tile at half the two-group
+    // tile's rate (gemma2's 2304 rows made chunks of 9 groups: 3% of its prefill).
+    if (p.grain > 1) p.grain &= ~int64_t{1};
     p.first_chunk = n_chunks;
     n_chunks += (p.n_groups + p.grain - 1) / p.grain;
   }
@@ -221,12 +324,7 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
     for (int64_t c = b; c < e; c++) {
       int i = n - 1;
       while (c < parts[i].first_chunk) i--;
-      const Part& p = parts[i];
-      const MatmulProblem& pr = ps[i];
-      const int64_t g0 = (c - p.first_chunk) * p.grain;
-      const int64_t r0 = g0 * p.align;
-      const int64_t r1 = std::min(pr.w->n_out, (g0 + p.grain) * p.align);
-      p.k->compute(*pr.w, p.act, p.stride, pr.n_tokens, pr.y, pr.ldy, r0, r1);
+      run_units(ps, parts, i, c, c + 1);
     }
   });
 }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -144,6 +146,47 @@ TEST(MatmulGrouped, OwnInputsEqualSeparateCalls) {
   }
   matmul_on_this_thread(ps.data(), static_cast<int>(ps.size()), scratch.data());
   for (size_t i = 0; i < specs.size(); i++) EXPECT_EQ(y_here[i], y[i]) << "product " << i << " on this thread";
+}
+
+// Few-token products (decode) are shared out as per-thread ranges claimed from the front and
+// stolen from the back: every row must be computed exactly once, with the bits one thread
+// gives, whatever the thread count and however the claims race (repeated to give races a
+// chance).
+TEST(MatmulGrouped, FewTokenRangesComputeEveryRowOnce) {
+  const struct {
+    GgmlType type;
+    int64_t n_out;
+  } specs[] = {{GgmlType::Q4_0, 352}, {GgmlType::Q8_0, 64}, {GgmlType::F32, 32}, {GgmlType::Q4_K, 1000}, {GgmlType::F16, 70}};
+  const int64_t n_in = 256;
+  std::vector<OwnedMatrix> ms;
+  for (size_t i = 0; i < std::size(specs); i++) ms.push_back(make_matrix(specs[i].type, n_in, specs[i].n_out, 40 + i));
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n_tokens : {1, 3}) {
+    std::vector<float> x(static_cast<size_t>(n_in * n_tokens));
+    for (float& v : x) v = nd(rng);
+    std::vector<std::vector<float>> want(std::size(specs)), got(std::size(specs));
+    std::vector<MatmulProblem> ps;
+    for (size_t i = 0; i < std::size(specs); i++) {
+      want[i].assign(static_cast<size_t>(specs[i].n_out * n_tokens), 0.0f);
+      ps.push_back({&ms[i].w, x.data(), n_in, n_tokens, want[i].data(), specs[i].n_out});
+    }
+    std::vector<uint8_t> scratch(matmul_grouped_scratch_size(ps.data(), static_cast<int>(ps.size())));
+    matmul_on_this_thread(ps.data(), static_cast<int>(ps.size()), scratch.data());
+    for (int threads : {2, 3, 4, 7}) {
+      ThreadPool pool(threads);
+      for (int rep = 0; rep < 40; rep++) {
+        for (size_t i = 0; i < std::size(specs); i++) {
+          got[i].assign(want[i].size(), std::numeric_limits<float>::quiet_NaN());
+          ps[i].y = got[i].data();
+        }
+        matmul_grouped(ps.data(), static_cast<int>(ps.size()), scratch.data(), pool);
+        for (size_t i = 0; i < std::size(specs); i++)
+          ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * sizeof(float)), 0)
+              << threads << " threads, " << n_tokens << " tokens, product " << i << ", repetition " << rep;
+      }
+    }
+  }
 }
 
 }  // namespace

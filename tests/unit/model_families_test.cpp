@@ -68,14 +68,22 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
-TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
+// Calls fn for each family whose synthetic file could be made (the others skipped); how many.
+int for_each_family(const std::function<void(const Family&, const std::string& path)>& fn) {
   int ran = 0;
   for (const Family& fam : kFamilies) {
     std::string why;
     const std::string path = synth(fam, &why);
     if (path.empty()) continue;
     SCOPED_TRACE(fam.json_rel);
+    fn(fam, path);
     ran++;
+  }
+  return ran;
+}
+
+TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
+  const int ran = for_each_family([](const Family& fam, const std::string& path) {
     std::shared_ptr<const GgufFile> f = GgufFile::open(path);
     ASSERT_NO_THROW(Model::load(f));
     const std::string dir = std::filesystem::temp_directory_path() / ("lumen-families-" + std::to_string(getpid()));
@@ -110,7 +118,7 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
     EXPECT_NE(err.find("unknown architecture 'gemma9'"), std::string::npos) << err;
     EXPECT_NE(err.find("gemma2"), std::string::npos) << err;  // the list of known ones
     std::filesystem::remove_all(dir);
-  }
+  });
   if (ran == 0) GTEST_SKIP() << "no synthetic references";
 }
 
@@ -119,12 +127,7 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
 // mixture's lone token runs each expert whole on one thread where the experts divide evenly
 // among the threads, and groups the experts' rows otherwise: 8 experts on 3 threads.)
 TEST(ModelFamilies, DecodeChunksAndThreadsGiveTheBatchBits) {
-  int ran = 0;
-  for (const Family& fam : kFamilies) {
-    std::string why;
-    const std::string path = synth(fam, &why);
-    if (path.empty()) continue;
-    SCOPED_TRACE(fam.json_rel);
+  const int ran = for_each_family([](const Family&, const std::string& path) {
     const std::shared_ptr<const GgufFile> file = GgufFile::open(path);
     constexpr int kTokens = 24;
     std::vector<float> reference;
@@ -147,8 +150,7 @@ TEST(ModelFamilies, DecodeChunksAndThreadsGiveTheBatchBits) {
             << threads << " threads, chunks of " << chunk;
       }
     }
-    ran++;
-  }
+  });
   if (ran == 0) GTEST_SKIP() << "no synthetic references";
 }
 

@@ -63,88 +63,42 @@ const ExpertSet& experts(GgmlType type) {
   return *slot;
 }
 
-// What both expert benchmarks share: the pool, the experts, a random token and its buffers,
-// and each step's choice of kUsed distinct experts.
-struct ExpertStep {
-  ThreadPool pool;
-  const ExpertSet& es;
-  std::mt19937 rng{3};
-  std::vector<float> x = std::vector<float>(kEmbd), gate = std::vector<float>(kUsed * kFf),
-                     up = std::vector<float>(kUsed * kFf), down = std::vector<float>(kUsed * kEmbd);
-  int64_t chosen[kUsed] = {};
-
-  explicit ExpertStep(const benchmark::State& state)
-      : pool(static_cast<int>(state.range(1))), es(experts(static_cast<GgmlType>(state.range(0)))) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (float& v : x) v = nd(rng);
-  }
-  void choose() {  // distinct experts, as a router picks them
-    const auto n_sets = static_cast<int64_t>(es.gate.size());
-    const int64_t first = std::uniform_int_distribution<int64_t>(0, n_sets - 1)(rng);
-    for (int j = 0; j < kUsed; j++) chosen[j] = (first + j * (n_sets / kUsed)) % n_sets;
-  }
-  void finish(benchmark::State& state) const {
-    const size_t bytes = kUsed * (2 * es.gate_up_bytes.size() + es.down_bytes.size());
-    state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-    state.SetLabel(es.gate[0].kernel->name);
-  }
-};
-
 // Args: type, threads.
 void BM_MoeExperts(benchmark::State& state) {
-  ExpertStep st(state);
-  const ExpertSet& es = st.es;
+  const auto type = static_cast<GgmlType>(state.range(0));
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  const ExpertSet& es = experts(type);
+  const auto n_sets = static_cast<int64_t>(es.gate.size());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(kEmbd), gate(kUsed * kFf), up(kUsed * kFf), down(kUsed * kEmbd);
+  for (float& v : x) v = nd(rng);
   MatmulProblem gu[2 * kUsed], dn[kUsed];
   for (int j = 0; j < kUsed; j++) {
-    gu[2 * j] = {&es.gate[0], st.x.data(), kEmbd, 1, &st.gate[j * kFf], kFf};
-    gu[2 * j + 1] = {&es.up[0], st.x.data(), kEmbd, 1, &st.up[j * kFf], kFf};
-    dn[j] = {&es.down[0], &st.gate[j * kFf], kFf, 1, &st.down[j * kEmbd], kEmbd};
+    gu[2 * j] = {&es.gate[0], x.data(), kEmbd, 1, &gate[j * kFf], kFf};
+    gu[2 * j + 1] = {&es.up[0], x.data(), kEmbd, 1, &up[j * kFf], kFf};
+    dn[j] = {&es.down[0], &gate[j * kFf], kFf, 1, &down[j * kEmbd], kEmbd};
   }
   std::vector<uint8_t> scratch(matmul_grouped_scratch_size(gu, 2 * kUsed) + matmul_grouped_scratch_size(dn, kUsed) + 4096);
+  std::uniform_int_distribution<int64_t> pick(0, n_sets - 1);
   for (auto _ : state) {
-    st.choose();
-    for (int j = 0; j < kUsed; j++) {
-      gu[2 * j].w = &es.gate[st.chosen[j]];
-      gu[2 * j + 1].w = &es.up[st.chosen[j]];
-      dn[j].w = &es.down[st.chosen[j]];
+    const int64_t first = pick(rng);
+    for (int j = 0; j < kUsed; j++) {  // distinct experts, as a router picks them
+      const int64_t e = (first + j * (n_sets / kUsed)) % n_sets;
+      gu[2 * j].w = &es.gate[e];
+      gu[2 * j + 1].w = &es.up[e];
+      dn[j].w = &es.down[e];
     }
-    matmul_grouped(gu, 2 * kUsed, scratch.data(), st.pool);
-    st.pool.parallel_for(kUsed, 1, [&](int64_t b, int64_t e, int) {
-      for (int64_t r = b; r < e; r++) swiglu(&st.gate[r * kFf], &st.up[r * kFf], &st.gate[r * kFf], kFf);
+    matmul_grouped(gu, 2 * kUsed, scratch.data(), pool);
+    pool.parallel_for(kUsed, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; r++) swiglu(&gate[r * kFf], &up[r * kFf], &gate[r * kFf], kFf);
     });
-    matmul_grouped(dn, kUsed, scratch.data(), st.pool);
-    benchmark::DoNotOptimize(st.down.data());
+    matmul_grouped(dn, kUsed, scratch.data(), pool);
+    benchmark::DoNotOptimize(down.data());
   }
-  st.finish(state);
-}
-
-// A lone token's path (Decoder::moe_ffn): one job, each item a whole chosen expert on one thread
-// (gate/up -> SwiGLU -> down, matmul_on_this_thread), no barrier between its products.
-void BM_MoeExpertsWhole(benchmark::State& state) {
-  ExpertStep st(state);
-  const ExpertSet& es = st.es;
-  const MatmulProblem one[] = {{&es.gate[0], st.x.data(), kEmbd, 1, nullptr, 0},
-                               {&es.up[0], st.x.data(), kEmbd, 1, nullptr, 0},
-                               {&es.down[0], st.x.data(), kFf, 1, nullptr, 0}};
-  const size_t per_thread = matmul_grouped_scratch_size(one, 2) + matmul_grouped_scratch_size(&one[2], 1);
-  std::vector<uint8_t> scratch(per_thread * static_cast<size_t>(st.pool.n_threads()));
-  for (auto _ : state) {
-    st.choose();
-    st.pool.parallel_for(kUsed, 1, [&](int64_t b, int64_t e, int tid) {
-      uint8_t* s = scratch.data() + static_cast<size_t>(tid) * per_thread;
-      for (int64_t j = b; j < e; j++) {
-        float *g = &st.gate[j * kFf], *u = &st.up[j * kFf];
-        const MatmulProblem gu[] = {{&es.gate[st.chosen[j]], st.x.data(), kEmbd, 1, g, kFf},
-                                    {&es.up[st.chosen[j]], st.x.data(), kEmbd, 1, u, kFf}};
-        matmul_on_this_thread(gu, 2, s);
-        swiglu(g, u, g, kFf);
-        const MatmulProblem dn{&es.down[st.chosen[j]], g, kFf, 1, &st.down[j * kEmbd], kEmbd};
-        matmul_on_this_thread(&dn, 1, s);
-      }
-    });
-    benchmark::DoNotOptimize(st.down.data());
-  }
-  st.finish(state);
+  const size_t bytes = kUsed * (2 * es.gate_up_bytes.size() + es.down_bytes.size());
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.SetLabel(es.gate[0].kernel->name);
 }
 
 // One matrix of the chosen experts' bytes (2048 in, 3 x 4 x 768 out), rotated over copies: what
@@ -209,7 +163,6 @@ void moe_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_MoeExperts)->Apply(moe_args);
-BENCHMARK(BM_MoeExpertsWhole)->Apply(moe_args);
 BENCHMARK(BM_MoeRouter)
     ->ArgNames({"type", "threads"})
     ->Args({static_cast<int64_t>(GgmlType::F32), 2})

@@ -1,9 +1,9 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -157,12 +157,6 @@ struct Part {
   int64_t align, n_groups, grain, first_chunk;
 };
 
-int64_t total_rows(const MatmulProblem* ps, int n) {
-  int64_t rows = 0;
-  for (int i = 0; i < n; i++) rows += ps[i].w->n_out;
-  return rows;
-}
-
 // Units [u0, u1) of product i (all of them in it): one compute() call over their rows.
 void run_units(const MatmulProblem* ps, const Part* parts, int i, int64_t u0, int64_t u1) {
   const Part& p = parts[i];
@@ -222,7 +216,8 @@ bool claim_back(Range& r, int64_t* u) {
 
 void few_token_job(const MatmulProblem* ps, int n, Part* parts, ThreadPool& pool) {
   const int nt = pool.n_threads();
-  const int64_t rows = total_rows(ps, n);
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) rows += ps[i].w->n_out;
   int64_t n_units = 0;
   for (int i = 0; i < n; i++) {
     Part& p = parts[i];
@@ -264,7 +259,8 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
   Part parts[kMaxMatmulProblems];
   Conversion conv[kMaxMatmulProblems];
   int n_conv = 0;
-  int64_t n_conv_rows = 0, few_token_rows = 0;
+  int64_t n_conv_rows = 0;
+  bool few_tokens = true;  // every product a decode-sized one
   uint8_t* free_act = align64(scratch);
   for (int i = 0; i < n; i++) {
     const MatmulProblem& pr = ps[i];
@@ -284,7 +280,7 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
     p.act = conv[c].act;
     p.align = std::max<int64_t>(1, k.row_align);
     p.n_groups = (pr.w->n_out + p.align - 1) / p.align;
-    if (pr.n_tokens <= 8) few_token_rows += pr.w->n_out;
+    few_tokens &= pr.n_tokens <= 8;
   }
   // A few rows (decode) are converted on the calling thread: a hand-off costs more than
   // converting a few thousand values.
@@ -300,7 +296,7 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
     }
   });
   const int nt = pool.n_threads();
-  if (few_token_rows > 0 && few_token_rows == total_rows(ps, n) && nt > 1 && nt <= kMaxRanges) {
+  if (few_tokens && nt > 1 && nt <= kMaxRanges) {
     few_token_job(ps, n, parts, pool);
     return;
   }
@@ -327,27 +323,6 @@ void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool
       run_units(ps, parts, i, c, c + 1);
     }
   });
-}
-
-void matmul_on_this_thread(const MatmulProblem* ps, int n, uint8_t* scratch) {
-  LUMEN_ASSERT(n >= 1 && n <= kMaxMatmulProblems);
-  Conversion conv[kMaxMatmulProblems];
-  int n_conv = 0;
-  uint8_t* free_act = align64(scratch);
-  for (int i = 0; i < n; i++) {
-    const MatmulProblem& pr = ps[i];
-    LUMEN_ASSERT(pr.w->kernel != nullptr && pr.n_tokens >= 1);
-    const MatmulKernel& k = *pr.w->kernel;
-    const size_t stride = act_stride(k, pr.w->n_in);
-    const int before = n_conv;
-    Conversion& cv = conv[conversion_of(conv, n_conv, pr, k, stride)];
-    if (n_conv > before) {
-      cv.act = free_act;
-      free_act = align64(free_act + stride * static_cast<size_t>(pr.n_tokens));
-      for (int64_t t = 0; t < pr.n_tokens; t++) cv.convert(cv.x + t * cv.ldx, cv.act + t * stride, cv.n_in);
-    }
-    k.compute(*pr.w, cv.act, stride, pr.n_tokens, pr.y, pr.ldy, 0, pr.w->n_out);
-  }
 }
 
 void matmul_multi(const MatmulOutput* outs, int n_outs, const float* x, int64_t ldx, int64_t n_tokens,

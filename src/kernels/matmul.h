@@ -77,12 +77,6 @@ static_assert(kMaxMatmulOutputs <= kMaxMatmulProblems);
 void matmul_grouped(const MatmulProblem* ps, int n, uint8_t* scratch, ThreadPool& pool);
 size_t matmul_grouped_scratch_size(const MatmulProblem* ps, int n);
 
-// matmul_grouped() on the calling thread alone: for a pool job whose items are whole chains of
-// products (a mixture's decode, one expert's gate/up -> SwiGLU -> down per item, with no
-// barrier between). Each row's result is the same bits as matmul_grouped()'s. scratch:
-// matmul_grouped_scratch_size() bytes, the caller's own.
-void matmul_on_this_thread(const MatmulProblem* ps, int n, uint8_t* scratch);
-
 // y[t * ldy + o] = sum_i W[o, i] * x[t * ldx + i] for t < n_tokens, o < n_out.
 void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t n_tokens, float* y,
             int64_t ldy, uint8_t* scratch, ThreadPool& pool);

@@ -99,11 +99,6 @@ void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
     const MatmulProblem down{&m->down[0], &any, 0, rows, nullptr, 0};
     const size_t slack = 64 * kMaxMatmulProblems;  // each distinct input's alignment
     scratch = std::max({scratch, matmul_grouped_scratch_size(gate_up, 2) + slack, matmul_grouped_scratch_size(&down, 1) + slack});
-    // The lone token's path: per thread, gate/up's input and down's, one row each.
-    const MatmulProblem one[] = {{&m->gate[0], &any, 0, 1, nullptr, 0}, {&m->up[0], &any, 0, 1, nullptr, 0}};
-    const MatmulProblem one_down{&m->down[0], &any, 0, 1, nullptr, 0};
-    moe_thread_scratch_ = std::max(moe_thread_scratch_, (matmul_grouped_scratch_size(one, 2) + matmul_grouped_scratch_size(&one_down, 1) + 63) / 64 * 64);
-    scratch = std::max(scratch, moe_thread_scratch_ * static_cast<size_t>(pool().n_threads()));
     moe_rows = std::max(moe_rows, rows);
     moe_ff = std::max(moe_ff, m->gate[0].n_out);
     moe_experts = std::max(moe_experts, m->router.n_out);
@@ -326,40 +321,6 @@ void Decoder::moe_ffn(const MoeFfn& moe) {
       expert_slots_[sel[j]].push_back(t * k + j);
     }
   }
-  const int nt = pool().n_threads();
-  if (n_ == 1 && k % nt == 0) {
-    // A lone token (decode): each item a whole chosen expert, gate/up -> SwiGLU -> down ->
-    // weight, on one thread, so the step is one job instead of three, with no barrier between
-    // the expert's products (BM_MoeExperts: ~6% of the FFN's time). Taken only where the
-    // experts divide evenly among the threads; each row gets the same bits as the grouped path.
-    pool().parallel_for(k, 1, [&](int64_t b, int64_t e, int tid) {
-      uint8_t* scratch = scratch_.data() + static_cast<size_t>(tid) * moe_thread_scratch_;
-      for (int64_t j = b; j < e; j++) {
-        const int64_t ex = moe_sel_[j];
-        float *gate = &moe_gate_[j * ff], *up = &moe_up_[j * ff], *down = &moe_down_[j * d];
-        const MatmulProblem gate_up[] = {{&moe.gate[ex], xn_.data(), d, 1, gate, ff}, {&moe.up[ex], xn_.data(), d, 1, up, ff}};
-        matmul_on_this_thread(gate_up, 2, scratch);
-        swiglu(gate, up, gate, ff);
-        const MatmulProblem down_p{&moe.down[ex], gate, ff, 1, down, d};
-        matmul_on_this_thread(&down_p, 1, scratch);
-        const float w = moe_w_[j];
-        float* dst = &moe_out_[j * d];
-        for (int64_t i = 0; i < d; i++) dst[i] = down[i] * w;
-      }
-    });
-  } else {
-    moe_grouped(moe);
-  }
-  // Per token, its choices summed in order, then the residual.
-  for (int64_t t = 0; t < n_; t++) {
-    float* acc = &moe_out_[t * k * d];
-    for (int64_t j = 1; j < k; j++) vec_add(acc, acc + j * d, acc, d);
-    vec_add(&x_[t * d], acc, &x_[t * d], d);
-  }
-}
-
-void Decoder::moe_grouped(const MoeFfn& moe) {
-  const int64_t d = config_.n_embd, k = moe.n_used, ff = moe.gate[0].n_out, n_exp = moe.router.n_out;
   // Each chosen expert once, over the rows of the tokens that chose it: expert e's rows of the
   // expert buffers are [row0, row0 + m), in expert order. An expert every token of the step chose
   // (in decode, each chosen expert) reads xn_ itself, so its input is converted once for all of
@@ -408,6 +369,12 @@ void Decoder::moe_grouped(const MoeFfn& moe) {
       float* dst = &moe_out_[slots[i] * d];
       for (int64_t j = 0; j < d; j++) dst[j] = src[j] * w;
     }
+  }
+  // Per token, its choices summed in order, then the residual.
+  for (int64_t t = 0; t < n_; t++) {
+    float* acc = &moe_out_[t * k * d];
+    for (int64_t j = 1; j < k; j++) vec_add(acc, acc + j * d, acc, d);
+    vec_add(&x_[t * d], acc, &x_[t * d], d);
   }
 }
 

@@ -85,8 +85,6 @@ class Decoder : public Model {
   // up x). The batch's tokens are grouped by expert, so each chosen expert's weights are read
   // once per step and the others not at all. The matrices must be in prepare()'s lists.
   void moe_ffn(const MoeFfn& moe);
-  // moe_ffn's experts over a batch: each chosen expert's tokens as one grouped product.
-  void moe_grouped(const MoeFfn& moe);
 
   float embed_scale_ = 1.0f;     // token embeddings multiplied by it (gemma: sqrt(n_embd))
   float final_softcap_ = 0.0f;   // > 0: logits become cap * tanh(logit / cap) (gemma2)
@@ -112,9 +110,6 @@ class Decoder : public Model {
   std::vector<int32_t> moe_sel_;
   std::vector<std::vector<int64_t>> expert_slots_;
   std::vector<MoeChosen> moe_chosen_;
-  // A lone token's experts are one pool job, each item a whole expert on one thread (moe_ffn):
-  // each thread's matmul scratch is this many bytes of scratch_, at its index.
-  size_t moe_thread_scratch_ = 0;
   // Per batch sequence: its row source for the layer being computed (grown, never shrunk).
   std::vector<PagedKvSource> kv_sources_;
   std::vector<KvRows> kv_rows_;

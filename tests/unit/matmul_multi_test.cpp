@@ -1,8 +1,7 @@
 // matmul_multi(): several weight matrices of one input as one pool job must give exactly what
 // separate matmul() calls give, whatever the mix of types (activation formats shared or not),
 // for decode-sized and prefill-sized batches, with strided inputs and outputs. matmul_grouped()
-// (products with inputs of their own, some shared: a mixture's experts) likewise, and
-// matmul_on_this_thread() (the same on the calling thread alone).
+// (products with inputs of their own, some shared: a mixture's experts) likewise.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,14 +137,6 @@ TEST(MatmulGrouped, OwnInputsEqualSeparateCalls) {
     matmul(ms[i].w, xs[s.input].data(), s.n_in + 5, s.n_tokens, y_ref[i].data(), s.n_out + 2, scratch_ref.data(), pool);
     EXPECT_EQ(y[i], y_ref[i]);
   }
-  // The same products on the calling thread alone (a mixture's lone token): the same bits.
-  std::vector<std::vector<float>> y_here(specs.size());
-  for (size_t i = 0; i < specs.size(); i++) {
-    y_here[i].assign(y[i].size(), -3.0f);
-    ps[i].y = y_here[i].data();
-  }
-  matmul_on_this_thread(ps.data(), static_cast<int>(ps.size()), scratch.data());
-  for (size_t i = 0; i < specs.size(); i++) EXPECT_EQ(y_here[i], y[i]) << "product " << i << " on this thread";
 }
 
 // Few-token products (decode) are shared out as per-thread ranges claimed from the front and
@@ -172,7 +163,8 @@ TEST(MatmulGrouped, FewTokenRangesComputeEveryRowOnce) {
       ps.push_back({&ms[i].w, x.data(), n_in, n_tokens, want[i].data(), specs[i].n_out});
     }
     std::vector<uint8_t> scratch(matmul_grouped_scratch_size(ps.data(), static_cast<int>(ps.size())));
-    matmul_on_this_thread(ps.data(), static_cast<int>(ps.size()), scratch.data());
+    ThreadPool one(1);  // the chunk split, on the calling thread alone
+    matmul_grouped(ps.data(), static_cast<int>(ps.size()), scratch.data(), one);
     for (int threads : {2, 3, 4, 7}) {
       ThreadPool pool(threads);
       for (int rep = 0; rep < 40; rep++) {

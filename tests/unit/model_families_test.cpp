@@ -123,9 +123,8 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
 }
 
 // Every family's batch invariance, bit for bit: a sequence decoded a token at a time, in chunks
-// of 5 and as one batch gives every position the same logits, on 1, 2 and 3 threads. (A
-// mixture's lone token runs each expert whole on one thread where the experts divide evenly
-// among the threads, and groups the experts' rows otherwise: 8 experts on 3 threads.)
+// of 5 and as one batch gives every position the same logits, on 1, 2 and 3 threads (decode's
+// matmuls are shared out as per-thread ranges with stealing, the others as chunks).
 TEST(ModelFamilies, DecodeChunksAndThreadsGiveTheBatchBits) {
   const int ran = for_each_family([](const Family&, const std::string& path) {
     const std::shared_ptr<const GgufFile> file = GgufFile::open(path);

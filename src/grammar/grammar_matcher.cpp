@@ -27,14 +27,16 @@ void StackPool::clear() {
 // ---- StackStepper ----
 
 template <class OnByteEdge>
-void StackStepper::expand(StackPool& pool, std::span<const int32_t> in, bool* to_context, OnByteEdge&& on_edge) {
+bool StackStepper::expand(StackPool& pool, std::span<const int32_t> in, bool* to_context, OnByteEdge&& on_edge) {
   if (++stamp_ == 0) {
     std::fill(seen_.begin(), seen_.end(), 0);
     std::fill(out_seen_.begin(), out_seen_.end(), 0);
     stamp_ = 1;
   }
   work_.assign(in.begin(), in.end());
+  size_t expanded = 0;
   while (!work_.empty()) {
+    if (++expanded > kMaxExpanded) return false;
     const int32_t x = work_.back();
     work_.pop_back();
     if (x < 0) {
@@ -54,12 +56,13 @@ void StackStepper::expand(StackPool& pool, std::span<const int32_t> in, bool* to
     }
     if (st.accepting) work_.push_back(f.parent);  // the rule ends: continue in its caller
   }
+  return true;
 }
 
 void StackStepper::step(StackPool& pool, std::span<const int32_t> in, uint8_t byte, std::vector<int32_t>& out,
                         bool* to_context) {
   out.clear();
-  expand(pool, in, to_context, [&](const StackPool::Frame& f, const GrammarRuleAutomaton::ByteEdge& e) {
+  const bool whole = expand(pool, in, to_context, [&](const StackPool::Frame& f, const GrammarRuleAutomaton::ByteEdge& e) {
     if (byte < e.lo || byte > e.hi) return;
     const int32_t id = pool.intern(f.parent, f.rule, e.target);
     if (out_seen_.size() <= static_cast<size_t>(id)) out_seen_.resize(pool.size() * 2 + 64, 0);
@@ -67,6 +70,10 @@ void StackStepper::step(StackPool& pool, std::span<const int32_t> in, uint8_t by
     out_seen_[static_cast<size_t>(id)] = stamp_;
     out.push_back(id);
   });
+  if (!whole)
+    throw GrammarError(fmt::format("grammar: a step expands more than {} rule calls (a rule that calls itself "
+                                   "before matching a byte, through a repetition or an alternative)",
+                                   kMaxExpanded));
   if (out.size() > kMaxStacks)
     throw GrammarError(fmt::format("grammar: more than {} ways to match the output so far (the grammar is too "
                                    "ambiguous to follow: make its alternatives distinct)",
@@ -75,8 +82,9 @@ void StackStepper::step(StackPool& pool, std::span<const int32_t> in, uint8_t by
 
 bool StackStepper::can_take_byte(StackPool& pool, std::span<const int32_t> in) {
   bool any = false;
-  expand(pool, in, nullptr, [&](const StackPool::Frame&, const GrammarRuleAutomaton::ByteEdge&) { any = true; });
-  return any;
+  // Cut short, it says yes: the step that follows throws the GrammarError.
+  const bool whole = expand(pool, in, nullptr, [&](const StackPool::Frame&, const GrammarRuleAutomaton::ByteEdge&) { any = true; });
+  return any || !whole;
 }
 
 bool StackStepper::can_end(const StackPool& pool, int32_t stack) const {

@@ -76,10 +76,15 @@ class StackStepper {
   // A step that leaves more stacks than this throws GrammarError: a grammar that ambiguous
   // would make every token cost as much as thousands.
   static constexpr size_t kMaxStacks = 4096;
+  // A step that expands more frames than this throws GrammarError too: a grammar whose rules
+  // call themselves before a byte (fuzz_grammar found one through a {52,} repetition) makes
+  // new, ever deeper stacks without end, each interned in the pool.
+  static constexpr size_t kMaxExpanded = size_t{1} << 18;
 
  private:
+  // False when cut short at kMaxExpanded frames.
   template <class OnByteEdge>
-  void expand(StackPool& pool, std::span<const int32_t> in, bool* to_context, OnByteEdge&& on_edge);
+  bool expand(StackPool& pool, std::span<const int32_t> in, bool* to_context, OnByteEdge&& on_edge);
   const Grammar& g_;
   std::vector<uint32_t> seen_;  // stamp per stack id
   uint32_t stamp_ = 0;

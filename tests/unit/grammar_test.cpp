@@ -151,6 +151,26 @@ TEST(GrammarMatcher, TooAmbiguousGrammarsAreRefusedNotSlow) {
   }
 }
 
+// fuzz_grammar's find: a rule reached again through a {52,} repetition before any byte made the
+// matcher intern ever deeper stacks until it ran out of memory. A step is now bounded.
+TEST(GrammarMatcher, SelfCallingRulesAreRefusedNotUnbounded) {
+  const std::string g = "root ::= e\ne ::= t (root(\"E\" | \"-\") t)*{52,}\nt ::= [ot ::= e\ne ::=root ::= e\ne ::*= t ((\"E\" | \"-\") t= e\na ((\"E\" | \"-\") t)*\nt ::= [0-9]+ | \"(\" e \")\"\n";
+  GrammarLimits limits;
+  limits.max_states = 1u << 16;  // as the fuzzer compiled it
+  std::shared_ptr<const Grammar> cg;
+  try {
+    cg = compile_grammar(g, "root", limits);
+  } catch (const GrammarError&) {
+    return;  // refused when compiled: also an answer
+  }
+  try {
+    grammar_accepts(cg, std::string("(t)\x00r:3", 7));
+    ADD_FAILURE() << "matched without a GrammarError";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("rule calls"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GrammarMatcher, PartialUtf8TokensAndEndOfGeneration) {
   // A byte-level vocabulary: tokens that split a character between them.
   std::vector<std::string> bytes = {"\xC3", "\xA9", "\xC3\xA9", "a", "\xE2\x82", "\xAC", "", "ab"};

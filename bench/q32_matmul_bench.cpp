@@ -123,6 +123,11 @@ BENCHMARK(BM_Q32MatmulWarm)
       for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0})
         for (int64_t n_tokens : {1, 5})
           b->Args({static_cast<int64_t>(t), 2048, 5632, n_tokens, 2, static_cast<int64_t>(Isa::Avx512)});
+      // One token on one thread from the caches: each format's unpacking rate per core, the
+      // ceiling its DRAM stream cannot pass.
+      for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                         GgmlType::IQ4_NL})
+        b->Args({static_cast<int64_t>(t), 2048, 2048, 1, 1, static_cast<int64_t>(Isa::Avx512)});
     })
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

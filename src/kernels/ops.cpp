@@ -10,7 +10,7 @@
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar",     ref::rms_norm, ref::rope,   ref::softmax, ref::swiglu,   ref::geglu,
+const OpsTable kOpsScalar = {"scalar",     ref::rms_norm, ref::rope_rotate, ref::softmax, ref::swiglu,   ref::geglu,
                              ref::soft_cap, ref::vec_add,  ref::to_f16, ref::to_bf16, from_float_q8_0};
 
 const OpsTable& ops_table(Isa isa) {
@@ -46,8 +46,10 @@ void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float freq_base, float be
   *high = std::min(static_cast<float>(n_rot - 1), std::ceil(dim(beta_slow)));
 }
 
-void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
-  active().rope(x, n_heads, head_dim, pos, p);
+void rope_angles(int32_t pos, const RopeParams& p, float* cos, float* sin) { ref::rope_angles(pos, p, cos, sin); }
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cos, const float* sin) {
+  active().rope(x, n_heads, head_dim, p, cos, sin);
 }
 
 void softmax(float* x, int64_t n) { active().softmax(x, n); }

@@ -32,8 +32,12 @@ struct RopeParams {
 // complete beta_fast and beta_slow turns over the original context (n_rot dims, base).
 void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
                     float* low, float* high);
-// Rotates n_heads heads of head_dim floats each (contiguous), at position pos.
-void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
+// RoPE's angles at position pos: cos and sin of dimension pair i < n_rot / 2 (n_rot / 2 floats
+// each). They depend on the position alone, so a forward pass computes them once per token and
+// every layer (Q and K) rotates by them.
+void rope_angles(int32_t pos, const RopeParams& p, float* cos, float* sin);
+// Rotates n_heads heads of head_dim floats each (contiguous) by one position's angles.
+void rope(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cos, const float* sin);
 
 // In place: x = softmax(x) over n values.
 void softmax(float* x, int64_t n);

@@ -13,7 +13,7 @@ namespace lumen {
 struct OpsTable {
   const char* name;
   void (*rms_norm)(const float* x, const float* w, float* y, int64_t n, float eps);
-  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cos, const float* sin);
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
   void (*geglu)(const float* gate, const float* up, float* out, int64_t n);

@@ -103,6 +103,17 @@ void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* 
   }
 }
 
+void KvStorage::prefetch_write(int64_t layer, int64_t slot) const {
+  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
+  const size_t hk = layout_.head_bytes_k(), hv = layout_.head_bytes_v();
+  for (int64_t h = 0; h < layout_.n_head_kv; h++) {
+    const uint8_t* k = k_head(layer, slot, h);
+    const uint8_t* v = v_head(layer, slot, h);
+    for (size_t off = 0; off < hk; off += 64) __builtin_prefetch(k + off, 1, 3);
+    for (size_t off = 0; off < hv; off += 64) __builtin_prefetch(v + off, 1, 3);
+  }
+}
+
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {
   LUMEN_ASSERT(src >= 0 && src < n_blocks_ && dst >= 0 && dst < n_blocks_ && n_rows >= 0 && n_rows <= layout_.block_size);
   const size_t bs = static_cast<size_t>(layout_.block_size);

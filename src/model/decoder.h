@@ -98,15 +98,27 @@ class Decoder : public Model {
   void validate(const Batch& batch, const KvStorage& kv);
   void logits(const Batch& batch, float* logits);
 
+  // RoPE's angles of the batch's tokens for rot (per token n_rot floats: cos, then sin),
+  // computed at its first use in a forward pass and shared by every layer that rotates by it.
+  const float* rope_table(const Batch& batch, const RopeParams& rot);
+
   int64_t n_ = 0;  // tokens of the batch being evaluated
+  // rope_table()'s angles: one table per RopeParams a pass uses (two for gemma3's local and
+  // global bases; a third would take turns with them).
+  struct RopeTable {
+    const RopeParams* rot = nullptr;  // null: not filled in this pass
+    std::vector<float> angles;
+  };
+  RopeTable rope_tables_[2];
+  int rope_next_ = 0;
   std::vector<uint8_t> scratch_;
   // moe_ffn(): router logits, per token its chosen experts and weights, per expert its tokens;
-  // per chosen expert its rows of the expert buffers (gathered inputs, gate, up, down outputs);
-  // per (token, choice) the weighted expert output.
+  // per chosen expert its rows of the expert buffers (gathered inputs, gate, up, down outputs).
   struct MoeChosen {
     int64_t e, row0, m;
   };
-  std::vector<float> router_logits_, moe_w_, moe_in_, moe_gate_, moe_up_, moe_down_, moe_out_;
+  std::vector<float> router_logits_, moe_w_, moe_in_, moe_gate_, moe_up_, moe_down_;
+  std::vector<int64_t> moe_slot_row_;  // per (token, choice): its row of moe_down_
   std::vector<int32_t> moe_sel_;
   std::vector<std::vector<int64_t>> expert_slots_;
   std::vector<MoeChosen> moe_chosen_;

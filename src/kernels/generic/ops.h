@@ -58,13 +58,11 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
 }
 
 template <class V>
-void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
+void rope(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* c, const float* s) {
   using F = typename V::F;
   using M = typename V::M;
   const int64_t half = p.n_rot / 2;
-  if (half > 256) return ref::rope(x, n_heads, head_dim, pos, p);
-  alignas(64) float c[256], s[256];
-  ref::rope_angles(pos, p, c, s);
+  if (half > 256) return ref::rope_rotate(x, n_heads, head_dim, p, c, s);
   if (p.neox) {  // pairs (i, i + half)
     for (int64_t h = 0; h < n_heads; h++) {
       float* v = x + h * head_dim;

@@ -49,18 +49,15 @@ void rope_angles(int32_t pos, const RopeParams& p, float* cos_out, float* sin_ou
 }
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p) {
-  const int64_t half = p.n_rot / 2;
   // Angles for this position, dimension pair by pair (shared by all heads).
-  float small_cos[256], small_sin[256];
-  std::vector<float> big;
-  float* cos_buf = small_cos;
-  float* sin_buf = small_sin;
-  if (half > 256) {
-    big.resize(2 * half);
-    cos_buf = big.data();
-    sin_buf = big.data() + half;
-  }
-  rope_angles(pos, p, cos_buf, sin_buf);
+  std::vector<float> angles(static_cast<size_t>(p.n_rot));
+  ref::rope_angles(pos, p, angles.data(), angles.data() + p.n_rot / 2);
+  rope_rotate(x, n_heads, head_dim, p, angles.data(), angles.data() + p.n_rot / 2);
+}
+
+void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cos_buf,
+                 const float* sin_buf) {
+  const int64_t half = p.n_rot / 2;
   for (int64_t h = 0; h < n_heads; h++) {
     float* v = x + h * head_dim;
     for (int64_t i = 0; i < half; i++) {

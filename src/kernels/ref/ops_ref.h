@@ -12,6 +12,9 @@ namespace lumen::ref {
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void rope(float* x, int64_t n_heads, int64_t head_dim, int32_t pos, const RopeParams& p);
+// rope() by angles rope_angles() gave (the scalar table's rope).
+void rope_rotate(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cos_in,
+                 const float* sin_in);
 void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);

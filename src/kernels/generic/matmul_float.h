@@ -3,8 +3,9 @@
 // ISA's translation unit. Weights are repacked into panels of kNR = kV vectors of rows (4; 1
 // for the narrow F32 kernel) stored k-major (for each k, the panel's rows side by side), so one
 // vector load holds kLanes rows at one k and a register tile of kNR rows x kTokens tokens reuses
-// every weight vector kTokens times. The same tile serves decode and prefill with the same per-lane summation order, so a
-// (row, token) result does not depend on the batch it was computed in.
+// every weight vector kTokens times. The same tile serves decode and prefill with the same
+// per-lane summation order, so a (row, token) result does not depend on the batch it was
+// computed in.
 // One token tile: the panel's whole k range with the accumulators in registers. More: k-blocks
 // of each panel (V::kBlockBytes) stay in cache while every token tile passes over them,
 // accumulating into y. Half-precision weights are widened in registers as they are loaded, or

@@ -1,12 +1,14 @@
 // Decode attention: one query token against a cache of n_kv positions, every layer's share of a
 // token's attention (all heads), through lumen::attention() on the pool. bytes_per_second counts
 // the K/V bytes the query reads (the decode floor is reading them once from DRAM). The
-// BM_AttentionDecodeKv variant takes the K and V types (ggml type ids: 1 F16, 8 Q8_0, 2 Q4_0).
+// BM_AttentionDecodeKv variant takes the K and V types (ggml type ids: 1 F16, 8 Q8_0, 2 Q4_0);
+// BM_AttentionDecodeCold reads every call's K/V from DRAM, as a model's decode step does.
 // BM_AttentionPrefill: a prompt's causal attention, all its tokens against each other (F16
 // cache); items_per_second counts query tokens.
 //   ./build/bench/lumen_bench_micro --benchmark_filter=AttentionDecode
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -105,6 +107,12 @@ void BM_AttentionDecodeKv(benchmark::State& state) {
 // Args as BM_AttentionDecode; 22 layers, so at 4,096 keys the F16 cache (88 MiB for TinyLlama)
 // is in DRAM. Fewer KV heads than threads (or not a multiple of them): the decode's spans split.
 void BM_AttentionDecodeDeep(benchmark::State& state) { attention_decode(state, GgmlType::F16, GgmlType::F16, 22); }
+// Args as BM_AttentionDecode; as many layers as make 96 MiB of F16 K/V, so every call's K/V
+// comes from DRAM as in a model's decode step at any depth (the weights stream between layers).
+void BM_AttentionDecodeCold(benchmark::State& state) {
+  const int64_t layer_bytes = state.range(1) * state.range(2) * 2 * 2 * state.range(3);
+  attention_decode(state, GgmlType::F16, GgmlType::F16, std::max<int64_t>(8, (int64_t{96} << 20) / layer_bytes));
+}
 
 // Args: n_head, n_head_kv, head_dim, n_tokens, threads. One layer: a prompt of n_tokens
 // positions, all written to the cache, then each position's query attends to [0, its position].
@@ -130,6 +138,16 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({32, 4, 64, 2048, 2})
     ->Args({9, 3, 64, 576, 2})
     ->Args({32, 4, 64, 576, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+// A short context, where a tile's first block (which nothing prefetched) is most of its reads:
+// SmolLM-135M (one thread too), Qwen3-MoE (4 KV heads of 128), TinyLlama; SmolLM at 16 keys.
+BENCHMARK(BM_AttentionDecodeCold)
+    ->Args({9, 3, 64, 128, 2})
+    ->Args({9, 3, 64, 128, 1})
+    ->Args({16, 4, 128, 64, 2})
+    ->Args({32, 4, 64, 128, 2})
+    ->Args({9, 3, 64, 16, 2})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_AttentionDecodeDeep)

@@ -171,6 +171,31 @@ struct Stage {
   }
 };
 
+// K of a tile's first block, staged 16 keys at a time, each group's V slices and the next
+// group's K slices prefetched before it. Nothing has prefetched this block (Ahead prefetches
+// each later block over the row passes of the one before it), and at a short context it is
+// all the tile reads: staged in one go, its K lines missed one group after another and its V
+// lines only when the row passes reached them. Cold K/V (lumen_bench_micro
+// --benchmark_filter=AttentionDecodeCold, 2 threads, us, medians of five alternations of the
+// binaries before and after, two runs): SmolLM at 128 keys 9.7-9.9 -> 6.9-7.0, Qwen3-MoE at 64
+// keys 14.3-14.5 -> 10.7-11.4, TinyLlama at 128 keys 12.2-12.6 -> 9.2-10.1. In the model
+// (`lumen bench -p 0 -n 64`, six alternations) SmolLM Q8_0 decode 1.03x, Qwen3-MoE Q4_0 1.055x.
+// The stager writes only the keys of [lo, nb) it is given: the same buffer either way.
+// A prompt's tiles (more than kColdQueries queries) stage as before: their first block is a
+// small part of their work, and its lines were just written.
+constexpr int64_t kColdQueries = 8;  // decode, speculative verification: not a prompt's tiles
+inline void stage_k_cold(RowsFn stage_k, GgmlType k_type, const uint8_t* const* k_rows, const uint8_t* const* v_rows,
+                         int64_t lo, int64_t nb, int64_t dk, float* kbuf, int64_t k_lines, int64_t v_lines) {
+  for (int64_t g = lo / 16 * 16; g < nb; g += 16) {
+    const int64_t a = g > lo ? g : lo, e = g + 16 < nb ? g + 16 : nb;
+    for (int64_t j = e; j < (e + 16 < nb ? e + 16 : nb); j++)
+      for (int64_t l = 0; l < k_lines; l++) __builtin_prefetch(k_rows[j] + 64 * l, 0, 3);
+    for (int64_t j = a; j < e; j++)
+      for (int64_t l = 0; l < v_lines; l++) __builtin_prefetch(v_rows[j] + 64 * l, 0, 3);
+    stage_k(k_type, k_rows, a, e, dk, kbuf);
+  }
+}
+
 // A span's state of one row (o: dvp floats, m, l) folded into the row's running state (O, M,
 // L) in span order: the first span the row has keys in is copied, each later one rescaled
 // onto the larger max. One function for the tile's in-order folds and attention()'s merge of
@@ -330,7 +355,8 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
     // This KV head's slice of every fetched row of the block, staged once for all the tile's
     // query rows (K as A's stager lays it out; V dequantized to F32, unless read in place).
-    stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
+    if (j0 == j_first && qs.n_q <= kColdQueries) stage_k_cold(stage_k, p.k_type, k_rows, v_rows, lo, nb, dk, kbuf, ahead.k_lines, ahead.v_lines);
+    else stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
     if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf);
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).

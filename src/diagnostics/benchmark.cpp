@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "kernels/ops.h"
 #include "kv/sequence_kv.h"
 #include "model/model.h"
 
@@ -17,13 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-int32_t argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; i++)
-    if (x[i] > x[best]) best = i;
-  return static_cast<int32_t>(best);
 }
 
 // Evaluates tokens[from, to) at their own positions in batches of n_batch; logits of the last
@@ -93,7 +87,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
     prefill(model, kv, tokens, 0, n_warm, logits.data(), {});
     if (n_warm < n_ctx) {
       Batch batch;
-      kv.add(batch, argmax(logits.data(), n_vocab), static_cast<int32_t>(n_warm), 0, true);
+      kv.add(batch, static_cast<int32_t>(argmax(logits.data(), n_vocab)), static_cast<int32_t>(n_warm), 0, true);
       model.forward(batch, kv.storage(), logits.data());
     }
   }
@@ -113,7 +107,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
       const auto t0 = Clock::now();
       prefill(model, kv, tokens, d, d + p, logits.data(), [&](int64_t done) { report("prefill", rep, done, p); });
       const auto t1 = Clock::now();
-      tok = argmax(logits.data(), n_vocab);
+      tok = static_cast<int32_t>(argmax(logits.data(), n_vocab));
       const auto t2 = Clock::now();
       r.prefill_ms = ms_between(t0, t1);
       r.prefill_tok_s = r.prefill_ms > 0 ? 1000.0 * static_cast<double>(p) / r.prefill_ms : 0.0;
@@ -128,7 +122,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
       // The first step after the depth alone rewinds the previous repetition's decode.
       kv.add(batch, tok, static_cast<int32_t>(d + p + i), 0, true);
       model.forward(batch, kv.storage(), logits.data());
-      tok = argmax(logits.data(), n_vocab);
+      tok = static_cast<int32_t>(argmax(logits.data(), n_vocab));
       r.itl_ms.push_back(ms_between(s0, Clock::now()));
       if ((i + 1) % 16 == 0 || i + 1 == o.n_gen) report("decode", rep, i + 1, o.n_gen);
     }

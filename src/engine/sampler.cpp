@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/ops.h"
 
 namespace lumen {
 
@@ -111,10 +112,8 @@ std::span<const float> Sampler::adjusted_logits(const float* logits,
 }
 
 int32_t Sampler::argmax() const {
-  // Strict '>' scanning upwards: the lowest id wins an exact tie.
-  int32_t best = 0;
-  for (int i = 1; i < n_vocab_; i++)
-    if (adjusted_[i] > adjusted_[best]) best = i;
+  // As a strict '>' scanning upwards: the lowest id wins an exact tie.
+  const auto best = static_cast<int32_t>(lumen::argmax(adjusted_.data(), n_vocab_));
   if (adjusted_[best] == -INFINITY)
     fail("sampler: every token is banned (all {} logits are -inf after {})", n_vocab_,
          allowed_ ? "the grammar's mask and logit bias: no token of the vocabulary continues the grammar here" : "logit bias");

@@ -10,8 +10,9 @@
 
 namespace lumen {
 
-const OpsTable kOpsScalar = {"scalar",     ref::rms_norm, ref::rope_rotate, ref::softmax, ref::swiglu,   ref::geglu,
-                             ref::soft_cap, ref::vec_add,  ref::to_f16, ref::to_bf16, from_float_q8_0};
+const OpsTable kOpsScalar = {"scalar",      ref::rms_norm, ref::rope_rotate, ref::softmax,  ref::swiglu,
+                             ref::geglu,    ref::soft_cap, ref::vec_add,     ref::argmax,   ref::to_f16,
+                             ref::to_bf16,  from_float_q8_0};
 
 const OpsTable& ops_table(Isa isa) {
   switch (isa) {
@@ -59,6 +60,8 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) { active(
 void soft_cap(float* x, int64_t n, float cap) { active().soft_cap(x, n, cap); }
 
 void vec_add(const float* a, const float* b, float* out, int64_t n) { active().vec_add(a, b, out, n); }
+
+int64_t argmax(const float* x, int64_t n) { return active().argmax(x, n); }
 
 void to_f16(const float* x, uint16_t* y, int64_t n) { active().to_f16(x, y, n); }
 

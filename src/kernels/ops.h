@@ -58,6 +58,11 @@ void soft_cap(float* x, int64_t n, float cap);
 // out[i] = a[i] + b[i] (out may be a or b): residual connections, biases.
 void vec_add(const float* a, const float* b, float* out, int64_t n);
 
+// The index of the largest of x[0, n) (n >= 1), the lowest on a tie, exactly as an upward scan
+// with a strict '>' from x[0]: a NaN is never taken, except x[0], which then wins (greedy
+// sampling; the sampler rejects NaN logits before it asks).
+int64_t argmax(const float* x, int64_t n);
+
 // y[i] = x[i] rounded to F16 / BF16, ties to even, bit for bit core/dtype.h's fp32_to_fp16 /
 // fp32_to_bf16 (NaN included): the F16 and BF16 KV caches' stores.
 void to_f16(const float* x, uint16_t* y, int64_t n);

@@ -1,5 +1,5 @@
 // The per-ISA element-wise ops (kernels/ops_isa.h) against the scalar references: RMSNorm and
-// softmax and SwiGLU within float rounding (their SIMD exp is a polynomial), RoPE and vec_add
+// softmax and SwiGLU within float rounding (their SIMD exp is a polynomial), RoPE, vec_add and argmax
 // bit for bit, over lengths with tails and the edge values of exp's range.
 #include <gtest/gtest.h>
 
@@ -259,6 +259,36 @@ TEST(Ops, VecAddIsExact) {
       std::vector<float> in_place = a;
       t->vec_add(in_place.data(), b.data(), in_place.data(), n);
       EXPECT_EQ(in_place, want) << t->name;
+    }
+  }
+}
+
+// The index the scalar scan gives, on random logits at every tail length, with the maximum
+// repeated (the first copy wins), NaNs anywhere (skipped; a NaN first wins), every value -inf,
+// and signed zeros.
+TEST(Ops, ArgmaxIsTheScan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const OpsTable* t : tables()) {
+    for (int64_t n : kLengths) {
+      auto x = randn(n, 3);
+      EXPECT_EQ(t->argmax(x.data(), n), ref::argmax(x.data(), n)) << t->name << " n=" << n;
+      const int64_t at = ref::argmax(x.data(), n);
+      for (int64_t dup : {int64_t{0}, n / 3, n - 1}) {
+        auto y = x;
+        y[dup] = x[at];
+        EXPECT_EQ(t->argmax(y.data(), n), ref::argmax(y.data(), n)) << t->name << " tie at " << dup;
+      }
+      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+        auto y = x;
+        y[k] = nan;
+        if (n > 1 && k == n / 2) y[at] = nan;  // the maximum itself a NaN
+        EXPECT_EQ(t->argmax(y.data(), n), ref::argmax(y.data(), n)) << t->name << " NaN at " << k;
+      }
+      std::vector<float> banned(n, -inf);
+      EXPECT_EQ(t->argmax(banned.data(), n), 0) << t->name;
+      std::vector<float> zeros(n, -0.0f);
+      zeros[n - 1] = 0.0f;
+      EXPECT_EQ(t->argmax(zeros.data(), n), ref::argmax(zeros.data(), n)) << t->name;
     }
   }
 }

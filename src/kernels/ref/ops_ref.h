@@ -20,6 +20,7 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void geglu(const float* gate, const float* up, float* out, int64_t n);
 void soft_cap(float* x, int64_t n, float cap);
 void vec_add(const float* a, const float* b, float* out, int64_t n);
+int64_t argmax(const float* x, int64_t n);
 void to_f16(const float* x, uint16_t* y, int64_t n);
 void to_bf16(const float* x, uint16_t* y, int64_t n);
 

@@ -1,6 +1,6 @@
 // The per-ISA element-wise ops (kernels/ops_isa.h) against the scalar references: RMSNorm and
-// softmax and SwiGLU within float rounding (their SIMD exp is a polynomial), RoPE, vec_add and argmax
-// bit for bit, over lengths with tails and the edge values of exp's range.
+// softmax and SwiGLU within float rounding (their SIMD exp is a polynomial), RoPE, vec_add and
+// argmax bit for bit, over lengths with tails and the edge values of exp's range.
 #include <gtest/gtest.h>
 
 #include <algorithm>

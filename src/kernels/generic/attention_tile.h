@@ -187,8 +187,8 @@ constexpr int64_t kColdQueries = 8;  // decode, speculative verification: not a 
 inline void stage_k_cold(RowsFn stage_k, GgmlType k_type, const uint8_t* const* k_rows, const uint8_t* const* v_rows,
                          int64_t lo, int64_t nb, int64_t dk, float* kbuf, int64_t k_lines, int64_t v_lines) {
   for (int64_t g = lo / 16 * 16; g < nb; g += 16) {
-    const int64_t a = g > lo ? g : lo, e = g + 16 < nb ? g + 16 : nb;
-    for (int64_t j = e; j < (e + 16 < nb ? e + 16 : nb); j++)
+    const int64_t a = g > lo ? g : lo, e = min64(g + 16, nb);
+    for (int64_t j = e; j < min64(e + 16, nb); j++)
       for (int64_t l = 0; l < k_lines; l++) __builtin_prefetch(k_rows[j] + 64 * l, 0, 3);
     for (int64_t j = a; j < e; j++)
       for (int64_t l = 0; l < v_lines; l++) __builtin_prefetch(v_rows[j] + 64 * l, 0, 3);
@@ -355,8 +355,10 @@ void tile(const AttentionParams& p, const KvRows& kv, const AttentionQueries& qs
     if (ahead.n > 0) kv.fetch(kv.ctx, j0 + kB, ahead.n, hk, k_next, v_next);
     // This KV head's slice of every fetched row of the block, staged once for all the tile's
     // query rows (K as A's stager lays it out; V dequantized to F32, unless read in place).
-    if (j0 == j_first && qs.n_q <= kColdQueries) stage_k_cold(stage_k, p.k_type, k_rows, v_rows, lo, nb, dk, kbuf, ahead.k_lines, ahead.v_lines);
-    else stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
+    if (j0 == j_first && qs.n_q <= kColdQueries)
+      stage_k_cold(stage_k, p.k_type, k_rows, v_rows, lo, nb, dk, kbuf, ahead.k_lines, ahead.v_lines);
+    else
+      stage_k(p.k_type, k_rows, lo, nb, dk, kbuf);
     if (!v_in_place) stage_v(p.v_type, v_rows, lo, nb, dv, vbuf);
     // The row passes of this block, each prefetching its share of the next block's lines (a
     // query that skips the block leaves its share to the catch-up after the passes).

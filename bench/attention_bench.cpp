@@ -89,7 +89,7 @@ void attention_decode(benchmark::State& state, GgmlType k_type, GgmlType v_type,
   const int32_t seq = 0, pos = static_cast<int32_t>(n_kv - 1);
   int64_t layer = 0;
   for (auto _ : state) {
-    const AttentionBatch b{&cache.rows[layer], 1, &seq, &pos, 1};
+    const AttentionBatch b{&cache.rows[layer], 1, &seq, &pos, 1, {}};
     attention(p, b, q.data(), width, out.data(), width, pool, active_isa());
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % kLayers;
@@ -126,7 +126,7 @@ void BM_AttentionPrefill(benchmark::State& state) {
   std::vector<int32_t> seq(n, 0), pos(n);
   for (int64_t t = 0; t < n; t++) pos[t] = static_cast<int32_t>(t);
   for (auto _ : state) {
-    const AttentionBatch b{cache.rows.data(), 1, seq.data(), pos.data(), n};
+    const AttentionBatch b{cache.rows.data(), 1, seq.data(), pos.data(), n, {}};
     attention(p, b, q.data(), width, out.data(), width, pool, active_isa());
     benchmark::DoNotOptimize(out.data());
   }

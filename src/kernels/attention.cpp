@@ -341,6 +341,18 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
     return a.hk != b.hk ? a.hk < b.hk : a.key_lo < b.key_lo;
   });
 
+  // The batch's own tokens prepared inside their tiles when a tile holds all of its
+  // sequence's and none is split (AttentionPrepare); otherwise all of them first.
+  const AttentionPrepare prep = batch.prepare;
+  bool prep_in_tiles = prep.fn != nullptr && st.merges.empty();
+  for (size_t si = 0; prep_in_tiles && si + 1 < st.seq_start.size(); si++)
+    prep_in_tiles = st.seq_start[si + 1] - st.seq_start[si] <= tile_tokens;
+  if (prep.fn != nullptr && !prep_in_tiles)
+    pool.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++)
+        for (int64_t hk = 0; hk < p.n_head_kv; hk++) prep.fn(prep.ctx, t, hk);
+    });
+
   int64_t max_kv = 0;
   for (const Tile& t : st.tiles) max_kv = std::max(max_kv, t.max_kv);
   const size_t need = attention_scratch_floats(p, tile_tokens, max_kv);
@@ -351,6 +363,8 @@ void attention(const AttentionParams& p, const AttentionBatch& batch, const floa
   pool.parallel_for(static_cast<int64_t>(st.tiles.size()), 1, [&](int64_t b, int64_t e, int thread) {
     for (int64_t i = b; i < e; i++) {
       const Tile& t = st.tiles[i];
+      if (prep_in_tiles)
+        for (int64_t j = t.first; j < t.first + t.count; j++) prep.fn(prep.ctx, st.order[j], t.hk);
       const KvRows& rows = batch.seq_rows[t.seq];
       AttentionQueries qs;
       qs.q = q;

@@ -145,16 +145,30 @@ struct AttentionKernels {
 };
 extern const AttentionKernels kAttentionAvx2, kAttentionAvx512;
 
+// Work attention() runs on the batch's own tokens before it reads them: fn(ctx, t, hk) makes
+// token t's query heads of KV head hk's group and its K/V of head hk ready (a model's biases,
+// Q/K norms and rotation, and the KV-cache write of that head). Where each sequence's tokens
+// fall in one tile per KV head and no tile is split (a decode step), a tile prepares its own
+// tokens' heads on the thread that then attends, so the heads are prepared in parallel inside
+// the attention job instead of serially before it; otherwise (a prompt over several tiles,
+// whose later tiles read the keys of earlier ones; a split tile) every (t, hk) is prepared
+// before any tile runs. Either way fn runs once per (t, hk), and with the same bits.
+struct AttentionPrepare {
+  void (*fn)(const void* ctx, int64_t token, int64_t hk) = nullptr;
+  const void* ctx = nullptr;
+};
+
 // The sequences and queries of one layer's attention over a batch: token t (of sequence
 // seq[t], at positions[t]) attends to its sequence's positions [0, positions[t]] (with a
 // window W: [max(0, positions[t] - W + 1), positions[t]]), whose K/V rows seq_rows[seq[t]]
-// must already hold.
+// must hold once `prepare` (if any) has run for t.
 struct AttentionBatch {
   const KvRows* seq_rows = nullptr;  // one row source per sequence
   int64_t n_seq = 0;
   const int32_t* seq = nullptr;      // per token: index into seq_rows
   const int32_t* positions = nullptr;
   int64_t n_tokens = 0;
+  AttentionPrepare prepare;          // optional
 };
 
 // q rows are ldq floats apart, out rows ldo. Tiles run on the pool with the kernel of `isa`.

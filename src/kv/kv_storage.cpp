@@ -97,21 +97,24 @@ KvStorage::~KvStorage() {
 void KvStorage::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
   const int64_t dk = layout_.kv_dim_k / layout_.n_head_kv, dv = layout_.kv_dim_v / layout_.n_head_kv;
-  for (int64_t h = 0; h < layout_.n_head_kv; h++) {
-    store_row(layout_.k_type, k + h * dk, dk, const_cast<uint8_t*>(k_head(layer, slot, h)));
-    store_row(layout_.v_type, v + h * dv, dv, const_cast<uint8_t*>(v_head(layer, slot, h)));
-  }
+  for (int64_t h = 0; h < layout_.n_head_kv; h++) write_head(layer, slot, h, k + h * dk, v + h * dv);
 }
 
-void KvStorage::prefetch_write(int64_t layer, int64_t slot) const {
-  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots());
-  const size_t hk = layout_.head_bytes_k(), hv = layout_.head_bytes_v();
-  for (int64_t h = 0; h < layout_.n_head_kv; h++) {
-    const uint8_t* k = k_head(layer, slot, h);
-    const uint8_t* v = v_head(layer, slot, h);
-    for (size_t off = 0; off < hk; off += 64) __builtin_prefetch(k + off, 1, 3);
-    for (size_t off = 0; off < hv; off += 64) __builtin_prefetch(v + off, 1, 3);
-  }
+void KvStorage::write_head(int64_t layer, int64_t slot, int64_t h, const float* k, const float* v) {
+  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots() && h >= 0 &&
+               h < layout_.n_head_kv);
+  const int64_t dk = layout_.kv_dim_k / layout_.n_head_kv, dv = layout_.kv_dim_v / layout_.n_head_kv;
+  store_row(layout_.k_type, k, dk, const_cast<uint8_t*>(k_head(layer, slot, h)));
+  store_row(layout_.v_type, v, dv, const_cast<uint8_t*>(v_head(layer, slot, h)));
+}
+
+void KvStorage::prefetch_write(int64_t layer, int64_t slot, int64_t h) const {
+  LUMEN_ASSERT(layer >= 0 && layer < layout_.n_layer && slot >= 0 && slot < n_slots() && h >= 0 &&
+               h < layout_.n_head_kv);
+  const uint8_t* k = k_head(layer, slot, h);
+  const uint8_t* v = v_head(layer, slot, h);
+  for (size_t off = 0; off < layout_.head_bytes_k(); off += 64) __builtin_prefetch(k + off, 1, 3);
+  for (size_t off = 0; off < layout_.head_bytes_v(); off += 64) __builtin_prefetch(v + off, 1, 3);
 }
 
 void KvStorage::copy_rows(BlockId src, BlockId dst, int32_t n_rows) {

@@ -107,11 +107,15 @@ class KvStorage {
   // Stores the K and V rows (F32, converted to the storage types with the types' from_float)
   // of one position.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
-  // Starts fetching the cache lines write() will store to, so that work done before it overlaps
-  // their misses: a decode step's slot is one scattered slice per head, which no hardware
-  // prefetcher foresees, and write() alone waited for them (Qwen3-MoE decode, F16 K/V: write()
-  // took ~8.4k cycles (TSC) a layer, ~5k with this).
-  void prefetch_write(int64_t layer, int64_t slot) const;
+  // The same for head h alone: k and v are its slices (head_dim_k and head_dim_v floats). A
+  // head is stored on its own (a block type's scale never spans two heads), so writing every
+  // head this way stores the bytes write() does.
+  void write_head(int64_t layer, int64_t slot, int64_t h, const float* k, const float* v);
+  // Starts fetching the cache lines write_head() will store to, so that work done before it
+  // overlaps their misses: a decode step's slot is one scattered slice per head, which no
+  // hardware prefetcher foresees, and the write alone waited for them (Qwen3-MoE decode, F16
+  // K/V: ~8.4k cycles (TSC) a layer, ~5k with this).
+  void prefetch_write(int64_t layer, int64_t slot, int64_t h) const;
   // Copies rows [0, n_rows) of block src into block dst in every layer slot (copy-on-write).
   void copy_rows(BlockId src, BlockId dst, int32_t n_rows);
   // A row source over `table` (positions p -> slot table[p / B] * B + p % B) for one layer.

@@ -240,43 +240,55 @@ const float* Decoder::rope_table(const Batch& batch, const RopeParams& rot) {
   return angles;
 }
 
-void Decoder::qk_post(const Batch& batch, KvStorage& kv, int64_t il, const AttentionWeights& a, const RopeParams& rot,
-                      float q_scale) {
-  const ModelConfig& c = config_;
-  const int64_t bs = kv.layout().block_size;
-  const int32_t layer_group = kv.groups().layer_group[il];
-  const float* angles = rope_table(batch, rot);
-  const auto slot = [&](int64_t t) {
-    const int64_t pos = batch.positions[t];
-    return static_cast<int64_t>(batch.block_table(batch.seq[t], layer_group)[pos / bs]) * bs + pos % bs;
-  };
-  pool().parallel_for(n_, 1, [&](int64_t b, int64_t e, int) {
-    kv.prefetch_write(il, slot(b));  // its misses overlap the norms and rotations
-    for (int64_t t = b; t < e; t++) {
-      if (t + 1 < e) kv.prefetch_write(il, slot(t + 1));
-      float* q = &q_[t * c.q_dim()];
-      float* k = &k_[t * c.kv_dim_k()];
-      float* v = &v_[t * c.kv_dim_v()];
-      if (a.bq) {
-        vec_add(q, a.bq, q, c.q_dim());
-        vec_add(k, a.bk, k, c.kv_dim_k());
-        vec_add(v, a.bv, v, c.kv_dim_v());
-      }
-      if (a.q_norm) {
-        for (int64_t h = 0; h < c.n_head; h++) rms_norm(q + h * c.head_dim_k, a.q_norm, q + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
-        for (int64_t h = 0; h < c.n_head_kv; h++) rms_norm(k + h * c.head_dim_k, a.k_norm, k + h * c.head_dim_k, c.head_dim_k, c.rms_eps);
-      }
-      const float* cs = angles + t * rot.n_rot;
-      rope(q, c.n_head, c.head_dim_k, rot, cs, cs + rot.n_rot / 2);
-      rope(k, c.n_head_kv, c.head_dim_k, rot, cs, cs + rot.n_rot / 2);
-      if (q_scale != 1.0f)
-        for (int64_t i = 0; i < c.q_dim(); i++) q[i] *= q_scale;
-      kv.write(il, slot(t), k, v);
-    }
-  });
-}
+// What attend() hands attention() to prepare a token's heads (AttentionPrepare).
+struct Decoder::HeadPrep {
+  Decoder* d;
+  const Batch* batch;
+  KvStorage* kv;
+  int64_t layer;
+  const AttentionWeights* a;
+  const RopeParams* rot;
+  const float* angles;  // rope_table()'s
+  float q_scale;
+  int32_t layer_group;
 
-void Decoder::attend(const Batch& batch, const KvStorage& kv, int64_t il, float scale, float softcap) {
+  // Token t's query heads of KV head hk's group, and its K/V of head hk: biases, per-head norms,
+  // rotation, Q scale, then K/V into the cache. Each step works per head, so preparing the
+  // heads one group at a time gives the bits of preparing a token's row at once.
+  static void run(const void* ctx, int64_t t, int64_t hk) {
+    const HeadPrep& hp = *static_cast<const HeadPrep*>(ctx);
+    Decoder& d = *hp.d;
+    const ModelConfig& c = d.config_;
+    const AttentionWeights& a = *hp.a;
+    const RopeParams& rot = *hp.rot;
+    const int64_t bs = hp.kv->layout().block_size, pos = hp.batch->positions[t];
+    const int64_t slot =
+        static_cast<int64_t>(hp.batch->block_table(hp.batch->seq[t], hp.layer_group)[pos / bs]) * bs + pos % bs;
+    hp.kv->prefetch_write(hp.layer, slot, hk);  // its misses overlap the norms and rotations
+    const int64_t group = c.n_head / c.n_head_kv, dk = c.head_dim_k, dv = c.head_dim_v;
+    float* q = &d.q_[t * c.q_dim() + hk * group * dk];
+    float* k = &d.k_[t * c.kv_dim_k() + hk * dk];
+    float* v = &d.v_[t * c.kv_dim_v() + hk * dv];
+    if (a.bq) {
+      vec_add(q, a.bq + hk * group * dk, q, group * dk);
+      vec_add(k, a.bk + hk * dk, k, dk);
+      vec_add(v, a.bv + hk * dv, v, dv);
+    }
+    if (a.q_norm) {
+      for (int64_t h = 0; h < group; h++) rms_norm(q + h * dk, a.q_norm, q + h * dk, dk, c.rms_eps);
+      rms_norm(k, a.k_norm, k, dk, c.rms_eps);
+    }
+    const float* cs = hp.angles + t * rot.n_rot;
+    rope(q, group, dk, rot, cs, cs + rot.n_rot / 2);
+    rope(k, 1, dk, rot, cs, cs + rot.n_rot / 2);
+    if (hp.q_scale != 1.0f)
+      for (int64_t i = 0; i < group * dk; i++) q[i] *= hp.q_scale;
+    hp.kv->write_head(hp.layer, slot, hk, k, v);
+  }
+};
+
+void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const AttentionWeights& a, const RopeParams& rot,
+                     float scale, float softcap, float q_scale) {
   const ModelConfig& c = config_;
   AttentionParams p;
   p.n_head = c.n_head;
@@ -296,12 +308,14 @@ void Decoder::attend(const Batch& batch, const KvStorage& kv, int64_t il, float 
     kv_sources_[s] = kv.source(il, batch.block_table(static_cast<int64_t>(s), group));
     kv_rows_[s] = kv_sources_[s].rows();
   }
+  const HeadPrep prep{this, &batch, &kv, il, &a, &rot, rope_table(batch, rot), q_scale, group};
   AttentionBatch ab;
   ab.seq_rows = kv_rows_.data();
   ab.n_seq = static_cast<int64_t>(n_seqs);
   ab.seq = batch.seq.data();
   ab.positions = batch.positions.data();
   ab.n_tokens = batch.size();
+  ab.prepare = {&HeadPrep::run, &prep};
   lumen::attention(p, ab, q_.data(), c.q_dim(), attn_.data(), c.q_dim(), pool(), active_isa());
 }
 

@@ -2,8 +2,8 @@
 // in. An architecture (model/arch/*.cpp, model/llama_family.cpp) owns its Layer struct, loads its
 // tensors by its names and writes a short forward() from these steps, each a small function over
 // the workspace below:
-//   embed -> per layer: norm -> qkv -> qk_post (biases, Q/K norms, RoPE, Q scale, K/V to the
-//   cache) -> attend -> project (output projection, optional post-norm, residual add) -> norm ->
+//   embed -> per layer: norm -> qkv -> attend (biases, Q/K norms, RoPE, Q scale, K/V to the
+//   cache, attention) -> project (output projection, optional post-norm, residual add) -> norm ->
 //   glu_ffn (gate/up, SwiGLU or GeGLU) -> project (down) -> ... -> logits (final norm, output
 //   matrix, optional soft-cap).
 // Decode runs a few pool jobs per layer: Q/K/V as one matmul_multi job, gate/up as one, the
@@ -69,12 +69,13 @@ class Decoder : public Model {
   // Steps over the batch's tokens (rows of x_, xn_, q_, k_, v_, attn_, gate_, up_, out_).
   void norm(const float* w, const float* in, float* out);  // rms_norm of every token's row
   void qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv);
-  // Per token, between the projections and attention: a's biases and per-head Q/K norms (those it
-  // has), RoPE by rot, Q times q_scale (gemma: 1/sqrt(head_dim) with an attention scale of 1), and K/V
-  // written to the cache.
-  void qk_post(const Batch& batch, KvStorage& kv, int64_t layer, const AttentionWeights& a, const RopeParams& rot,
-               float q_scale = 1.0f);
-  void attend(const Batch& batch, const KvStorage& kv, int64_t layer, float scale, float softcap = 0.0f);
+  // Attention between the projections and the output projection: per token a's biases and
+  // per-head Q/K norms (those it has), RoPE by rot, Q times q_scale (gemma: 1/sqrt(head_dim)
+  // with a scale of 1) and K/V written to the cache; then attention over the cache into attn_,
+  // scores times scale (soft-capped at softcap > 0). The per-head steps run inside the attention
+  // job where its tiles allow (a decode step: kernels/attention.h, AttentionPrepare).
+  void attend(const Batch& batch, KvStorage& kv, int64_t layer, const AttentionWeights& a, const RopeParams& rot,
+              float scale, float softcap = 0.0f, float q_scale = 1.0f);
   // x_ += post_norm(w * in) (post_norm null: no norm), in with row stride ld_in.
   void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm);
   // gate_ = act(w_gate * xn_) * (w_up * xn_).
@@ -101,6 +102,7 @@ class Decoder : public Model {
   // RoPE's angles of the batch's tokens for rot (per token n_rot floats: cos, then sin),
   // computed at its first use in a forward pass and shared by every layer that rotates by it.
   const float* rope_table(const Batch& batch, const RopeParams& rot);
+  struct HeadPrep;  // attend()'s per-head preparation
 
   int64_t n_ = 0;  // tokens of the batch being evaluated
   // rope_table()'s angles: one table per RopeParams a pass uses (two for gemma3's local and

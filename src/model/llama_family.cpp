@@ -63,8 +63,7 @@ void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
     const AttentionWeights& A = L.attn;
     norm(A.norm, x_.data(), xn_.data());
     qkv(A.wq, A.wk, A.wv);
-    qk_post(batch, kv, il, A, rope_);
-    attend(batch, kv, il, scale);
+    attend(batch, kv, il, A, rope_, scale);
     project(A.wo, attn_.data(), c.q_dim(), nullptr);
     norm(L.ffn_norm, x_.data(), xn_.data());
     glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU);

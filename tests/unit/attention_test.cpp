@@ -2,8 +2,8 @@
 // GQA ratios 1/2/4/8, sequence lengths 1..300, every K/V cache type (F32, F16, BF16, Q8_0,
 // Q4_0, K and V alike and mixed), sliding windows, several sequences in one batch; plus what the
 // forward pass relies on: a query's output does not depend on the batch it is computed in, row
-// sources other than the contiguous cache work, and a windowed kernel never fetches a position
-// below its tile's window.
+// sources other than the contiguous cache work, a windowed kernel never fetches a position
+// below its tile's window, and the prepare hook runs once per head before that head is read.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -369,6 +369,82 @@ TEST(Attention, SplitSpansGiveTheUnsplitBits) {
 
 // Soft-capped scores (Gemma 2): kernels against the reference, the reference against the capped
 // scores written out (a cap of 1 squeezes them hard), and a query's result alone as in a batch.
+// attention()'s prepare hook (the decoder's per-head biases, norms, rotation and KV-cache write):
+// run once per (token, KV head), before that head's queries and keys are read: inside the tiles
+// for a decode-like step, before every tile for a prompt over several tiles or a split tile;
+// either way with the bits of a batch prepared before the call. Here the batch's query rows are
+// doubled and its K/V slots garbled, and preparing a head halves its queries and writes its
+// K/V back.
+struct PrepareCase {
+  AttnCase* s;
+  std::vector<int32_t> seqs, positions;
+  std::vector<float> q;
+  std::vector<std::atomic<int>> calls;  // per (token, KV head)
+
+  static void run(const void* ctx, int64_t t, int64_t hk) {
+    auto& c = *static_cast<PrepareCase*>(const_cast<void*>(ctx));
+    const AttentionParams& p = c.s->p;
+    c.calls[t * p.n_head_kv + hk]++;
+    const int64_t group = p.n_head / p.n_head_kv;
+    for (int64_t i = 0; i < group * p.head_dim_k; i++) c.q[t * c.s->ldq + hk * group * p.head_dim_k + i] *= 0.5f;
+    const int32_t sq = c.seqs[t], pos = c.positions[t];
+    c.s->kv->write_head(0, slot_of(*c.s, sq, pos), hk, c.s->k_in[sq][pos].data() + hk * p.head_dim_k,
+                        c.s->v_in[sq][pos].data() + hk * p.head_dim_v);
+  }
+  static int64_t slot_of(const AttnCase& s, int32_t sq, int32_t pos) {
+    return static_cast<int64_t>(s.tables[sq][pos / 16]) * 16 + pos % 16;
+  }
+};
+
+TEST(Attention, PrepareRunsOncePerHeadBeforeItIsRead) {
+  std::vector<Isa> isas = simd_isas();
+  isas.push_back(Isa::Scalar);
+  ThreadPool pool1(1), pool2(2), pool4(4);
+  for (const Shape& sh : {Shape{8, 2, 64, 64}, Shape{4, 1, 64, 64}, Shape{9, 3, 40, 24}})
+    for (KvTypes types : {KvTypes{GgmlType::F16, GgmlType::F16}, KvTypes{GgmlType::Q8_0, GgmlType::Q4_0}})
+      for (Isa isa : isas) {
+        AttnCase s = make_setup(sh.n_head, sh.n_head_kv, sh.dk, sh.dv, types, {40, 7, 600}, 21);
+        const std::vector<float> want = run(s, isa, pool2);
+        const auto index_of = [&](int32_t sq, int32_t pos) {
+          for (size_t i = 0; i < s.seq_ids.size(); i++)
+            if (s.seq_ids[i] == sq && s.positions[i] == pos) return static_cast<int64_t>(i);
+          ADD_FAILURE() << "no token " << sq << "/" << pos;
+          return int64_t{0};
+        };
+        std::vector<std::vector<int64_t>> batches;
+        batches.push_back({index_of(0, 39), index_of(1, 6), index_of(2, 599)});  // a decode step
+        batches.push_back({index_of(2, 599)});                                   // one long sequence
+        batches.push_back({index_of(0, 35), index_of(0, 36), index_of(0, 37), index_of(0, 38), index_of(0, 39),
+                           index_of(2, 599)});  // a few tokens of one sequence (speculative)
+        batches.emplace_back();
+        for (int32_t pos = 0; pos < 100; pos++) batches.back().push_back(index_of(2, pos));  // a prompt
+        for (size_t bi = 0; bi < batches.size(); bi++)
+          for (ThreadPool* pool : {&pool1, &pool2, &pool4}) {
+            SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << name_of(types) << " heads " << sh.n_head << "/"
+                                            << sh.n_head_kv << " batch " << bi << " threads " << pool->n_threads());
+            const std::vector<int64_t>& idx = batches[bi];
+            const auto n = static_cast<int64_t>(idx.size());
+            PrepareCase c{&s, {}, {}, std::vector<float>(n * s.ldq),
+                          std::vector<std::atomic<int>>(static_cast<size_t>(n * sh.n_head_kv))};
+            const std::vector<float> garbage_k(sh.n_head_kv * sh.dk, 7.0f), garbage_v(sh.n_head_kv * sh.dv, -3.0f);
+            for (int64_t t = 0; t < n; t++) {
+              c.seqs.push_back(s.seq_ids[idx[t]]);
+              c.positions.push_back(s.positions[idx[t]]);
+              for (int64_t i = 0; i < s.ldq; i++) c.q[t * s.ldq + i] = 2.0f * s.q[idx[t] * s.ldq + i];
+              s.kv->write(0, PrepareCase::slot_of(s, c.seqs[t], c.positions[t]), garbage_k.data(), garbage_v.data());
+            }
+            AttentionBatch b = batch_of(s, c.seqs.data(), c.positions.data(), n);
+            b.prepare = {&PrepareCase::run, &c};
+            std::vector<float> out(n * s.ldo);
+            attention(s.p, b, c.q.data(), s.ldq, out.data(), s.ldo, *pool, isa);
+            for (size_t i = 0; i < c.calls.size(); i++) ASSERT_EQ(c.calls[i].load(), 1) << "(token, head) " << i;
+            for (int64_t t = 0; t < n; t++)
+              for (int64_t i = 0; i < s.p.n_head * s.p.head_dim_v; i++)
+                ASSERT_EQ(out[t * s.ldo + i], want[idx[t] * s.ldo + i]) << "token " << t << " elem " << i;
+          }
+      }
+}
+
 TEST(Attention, SoftCap) {
   const auto isas = simd_isas();
   ThreadPool pool(2);
@@ -608,7 +684,7 @@ TEST(Attention, RejectsHeadsThatDoNotGroup) {
   ThreadPool pool(1);
   const int32_t seq = 0, pos = 0;
   const KvRows rows{nullptr, nullptr};
-  AttentionBatch b{&rows, 1, &seq, &pos, 1};
+  AttentionBatch b{&rows, 1, &seq, &pos, 1, {}};
   std::vector<float> q(48), out(48);
   EXPECT_THROW(attention(p, b, q.data(), 48, out.data(), 48, pool, Isa::Scalar), Error);
 }
@@ -621,7 +697,7 @@ TEST(Attention, RejectsOtherKvTypesByName) {
   ThreadPool pool(1);
   const int32_t seq = 0, pos = 0;
   const KvRows rows{nullptr, nullptr};
-  AttentionBatch b{&rows, 1, &seq, &pos, 1};
+  AttentionBatch b{&rows, 1, &seq, &pos, 1, {}};
   std::vector<float> q(32), out(32);
   try {
     attention(p, b, q.data(), 32, out.data(), 32, pool, Isa::Scalar);

@@ -89,8 +89,7 @@ class GemmaModel : public Decoder {
       const AttentionWeights& A = L.attn;
       norm(A.norm, x_.data(), xn_.data());
       qkv(A.wq, A.wk, A.wv);
-      qk_post(batch, kv, il, A, c.window(il) > 0 ? rope_swa_ : rope_, q_scale_);
-      attend(batch, kv, il, 1.0f, attn_softcap_);
+      attend(batch, kv, il, A, c.window(il) > 0 ? rope_swa_ : rope_, 1.0f, attn_softcap_, q_scale_);
       project(A.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
       norm(L.ffn_norm, x_.data(), xn_.data());
       glu_ffn(L.w_gate, L.w_up, GluActivation::GeluTanh);

@@ -9,19 +9,6 @@ namespace lumen {
 namespace avx2 {
 namespace {
 
-// Round to nearest even in integer arithmetic, bit for bit the reference fp32_to_bf16, and
-// widen back (the low 16 bits cleared). NaNs become quiet NaNs.
-inline __m256 round_bf16(__m256 v) {
-  const __m256i u = _mm256_castps_si256(v);
-  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff)));
-  // |u| > inf as signed compare works: both sides are non-negative.
-  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-  const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(64 << 16));
-  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-  return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-
 // 16 YMM registers: a tile of 32 rows x 3 tokens (12 accumulators). F16/BF16 panels are widened
 // in registers while streaming (few tokens) or, from 6 tokens, once per k-block into an
 // L1-resident F32 buffer (32 KiB: 256 k-steps of 32 rows) reused by every token tile.
@@ -42,7 +29,7 @@ using avx2::KNarrow;
 const MatmulKernel kMatmulF16Avx2 = {"f16/avx2",      GgmlType::F16, Isa::Avx2, K::kNR, K::pack_half, K::act_bytes,
                                      K::convert_rounded<avx2::Vf::round_f16>, K::compute<avx2::Src::F16>};
 const MatmulKernel kMatmulBf16Avx2 = {"bf16/avx2",    GgmlType::BF16, Isa::Avx2, K::kNR, K::pack_half, K::act_bytes,
-                                      K::convert_rounded<avx2::round_bf16>, K::compute<avx2::Src::Bf16>};
+                                      K::convert_rounded<avx2::Vf::round_bf16>, K::compute<avx2::Src::Bf16>};
 const MatmulKernel kMatmulF32Avx2 = {"f32/avx2",      GgmlType::F32, Isa::Avx2, K::kNR, K::pack_f32, K::act_bytes,
                                      K::convert_f32,  K::compute<avx2::Src::F32>};
 const MatmulKernel kMatmulF32NarrowAvx2 = {"f32-narrow/avx2", GgmlType::F32, Isa::Avx2, KNarrow::kNR, KNarrow::pack_f32,

@@ -75,17 +75,23 @@ struct Vf {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   LUMEN_V_INLINE void store_bf16(uint16_t* p, F v) {
+    const __m256i b = bf16_bits(v);
+    // Every lane is below 2^16: the unsigned-saturating pack keeps it.
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+  }
+  // Each lane rounded to BF16 (ties to even, NaN quiet) in the low 16 bits of its int32 lane, in
+  // integer arithmetic as fp32_to_bf16.
+  LUMEN_V_INLINE I bf16_bits(F v) {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i hi = _mm256_srli_epi32(x, 16);
     const __m256i odd = _mm256_and_si256(hi, _mm256_set1_epi32(1));
     const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
     const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
-    const __m256i b = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(64)), nan);
-    // Every lane is below 2^16: the unsigned-saturating pack keeps it.
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(64)), nan);
   }
-  // v rounded to the nearest F16 (ties to even) and widened back.
+  // v rounded to the nearest F16 / BF16 (ties to even) and widened back.
   LUMEN_V_INLINE F round_f16(F v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+  LUMEN_V_INLINE F round_bf16(F v) { return _mm256_castsi256_ps(_mm256_slli_epi32(bf16_bits(v), 16)); }
   LUMEN_V_INLINE M mask(int64_t n) { return tail_mask(n); }  // the first min(n, kLanes) lanes
   // Lanes of m from p (the others zero, not read) / stored to p.
   LUMEN_V_INLINE F load_m(M m, const float* p) { return _mm256_maskload_ps(p, m); }

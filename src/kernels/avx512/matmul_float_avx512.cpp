@@ -72,16 +72,7 @@ void pack_f16_as_bf16(const WeightMatrix& w, PackedWeights& out) { pack_bf16_pai
 
 size_t act_bytes_bf16(int64_t n_in) { return static_cast<size_t>((n_in + 1) / 2) * 4 + float_mm::kActPad; }
 
-// Round to nearest even in integer arithmetic, bit for bit the reference fp32_to_bf16
-// (vcvtneps2bf16 would flush subnormals to zero). NaNs become quiet NaNs.
-inline __m256i to_bf16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
-  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
-}
+inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(Vf::bf16_bits(v)); }
 
 void convert_bf16(const float* x, uint8_t* dst, int64_t n) {
   auto* out = reinterpret_cast<uint16_t*>(dst);

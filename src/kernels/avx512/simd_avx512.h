@@ -71,12 +71,17 @@ struct Vf {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   LUMEN_V_INLINE void store_bf16(uint16_t* p, F v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bf16_bits(v)));
+  }
+  // Each lane rounded to BF16 (ties to even, NaN quiet) in the low 16 bits of its int32 lane, in
+  // integer arithmetic as fp32_to_bf16 (vcvtneps2bf16 would flush subnormals to zero).
+  LUMEN_V_INLINE I bf16_bits(F v) {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i hi = _mm512_srli_epi32(x, 16);
     const __m512i odd = _mm512_and_si512(hi, _mm512_set1_epi32(1));
     const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd)), 16);
     const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(64))));
+    return _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(64));
   }
   // v rounded to the nearest F16 (ties to even) and widened back.
   LUMEN_V_INLINE F round_f16(F v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }

@@ -8,7 +8,10 @@
 #        (`lumen quantize` of the F16 file; ~11 GB), each `-p 512 -n 128 -d 0,512,4096 -r 2`.
 #        scripts/bench_targets.sh --families [MODEL_DIR]   instead: the real-width presets of the
 #        newer families (gemma2-2b-bench, qwen3moe-bench) in Q4_0 and Q8_0 (~8 GB), `-p 512 -n 128 -r 2`.
-# Run it on an idle machine: the figures are only comparable with the roofline printed first.
+# Run it on an idle machine. The --formats and --families runs measure the DRAM read bandwidth
+# again right before and after each decode test (`--remeasure`): each decode row's share (and
+# its verdict line) is of the larger of the two, not of the run's start (this machine's DRAM
+# bandwidth moves by 2x within minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED="${LUMEN_SHARED:-$(cd .. && pwd)/shared}"
@@ -30,7 +33,7 @@ if [ "$FAMILIES" = 1 ]; then
     for t in q4_0 q8_0; do
       synth "$p" "$t" "$p-$t.gguf"
       echo "== $p $t"
-      "$LUMEN" bench -m "$DIR/$p-$t.gguf" -t 2 -p 512 -n 128 -r 2 2>/dev/null | grep -E '^\| [a-z]|^verdict'
+      "$LUMEN" bench -m "$DIR/$p-$t.gguf" -t 2 -p 512 -n 128 -r 2 --remeasure 2>/dev/null | grep -E '^\| [a-z]|^verdict'
     done
   done
   exit 0
@@ -42,7 +45,7 @@ if [ "$FORMATS" = 1 ]; then
     f="$DIR/tinyllama-$(echo "$t" | tr 'A-Z' 'a-z').gguf"
     [ -f "$f" ] || "$LUMEN" quantize "$DIR/tinyllama-f16.gguf" "$f" "$t" >/dev/null
     echo "== tinyllama $t"
-    "$LUMEN" bench -m "$f" -t 2 -p 512 -n 128 -d 0,512,4096 -r 2 2>/dev/null | grep -E '^\| [a-z]'
+    "$LUMEN" bench -m "$f" -t 2 -p 512 -n 128 -d 0,512,4096 -r 2 --remeasure 2>/dev/null | grep -E '^\| [a-z]|^verdict   tg'
   done
   exit 0
 fi

@@ -105,7 +105,10 @@ ModelCost model_cost(const GgufFile& f, const ModelConfig& c, size_t model_weigh
 
 namespace {
 
-void judge(PhasePoint& p, double bw_gb_s, double peak_gflops, const std::string& peak_label) {
+// working_set: the bytes one step of the phase reads (weights and K/V); cache_bytes: what the
+// caches hold (RooflineMeasurement::cache_bytes, 0 = unknown).
+void judge(PhasePoint& p, double bw_gb_s, double peak_gflops, const std::string& peak_label, double working_set,
+           size_t cache_bytes) {
   p.intensity = p.bytes > 0 ? p.flops / p.bytes : 0.0;
   p.bandwidth_bound = bw_gb_s * p.intensity < peak_gflops;
   if (p.bandwidth_bound) {
@@ -121,8 +124,19 @@ void judge(PhasePoint& p, double bw_gb_s, double peak_gflops, const std::string&
   // A phase far under its roof is limited by something else (kernels, overheads, the thread
   // pool), not by the ceiling the model predicts: say so rather than imply it is at the roof.
   if (p.frac < 0.3 && p.gflop_s > 0) p.verdict += " (well under the roof)";
-  // Above the DRAM roof: the bytes came from the CPU caches (a model small enough to fit).
-  if (p.bandwidth_bound && p.frac > 1.0) p.verdict += " (above DRAM speed: the working set fits in the caches)";
+  // Above the DRAM roof: the bytes came from the CPU caches (a model small enough to fit), or,
+  // where the step reads more than the caches hold, the bandwidth measured for the test was
+  // lower than what the machine gave while it ran (a shared machine's bandwidth moves).
+  if (p.bandwidth_bound && p.frac > 1.0) {
+    if (cache_bytes > 0 && working_set > static_cast<double>(cache_bytes))
+      p.verdict += fmt::format(" (above the DRAM read measured for it, reading {} a step, more than the {} of "
+                               "caches: the machine's bandwidth moved while it ran)",
+                               human_bytes(working_set), human_bytes(static_cast<double>(cache_bytes)));
+    else if (cache_bytes > 0)
+      p.verdict += " (above DRAM speed: the working set fits in the caches)";
+    else
+      p.verdict += " (above the DRAM read measured for it: served by the caches, or the bandwidth moved while it ran)";
+  }
 }
 
 }  // namespace
@@ -162,7 +176,7 @@ RooflineReport analyze_roofline(const ModelCost& cost, const BenchShape& shape, 
   d.flops = 2.0 * (cost.matmul_params + cost.output_params) + attn_per_pos * r.decode_mean_ctx;
   d.gb_s = d.bytes * decode_tok_s / 1e9;
   d.gflop_s = d.flops * decode_tok_s / 1e9;
-  judge(d, r.dram_gb_s, r.compute_peak, r.compute_kind);
+  judge(d, r.dram_gb_s, r.compute_peak, r.compute_kind, d.bytes, machine.cache_bytes);
 
   PhasePoint& f = r.prefill;
   f.name = "prefill";
@@ -173,7 +187,8 @@ RooflineReport analyze_roofline(const ModelCost& cost, const BenchShape& shape, 
   const double prefill_s = prefill_tok_s > 0 ? p / prefill_tok_s : 0.0;
   f.gflop_s = prefill_s > 0 ? f.flops / prefill_s / 1e9 : 0.0;
   f.gb_s = prefill_s > 0 ? f.bytes / prefill_s / 1e9 : 0.0;
-  judge(f, r.dram_gb_s, r.compute_peak, r.compute_kind);
+  judge(f, r.dram_gb_s, r.compute_peak, r.compute_kind, cost.weight_bytes_per_token + kv_per_pos * (dep + p),
+        machine.cache_bytes);
   return r;
 }
 

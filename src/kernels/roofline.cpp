@@ -277,6 +277,15 @@ size_t checked_dram_bytes(int n_threads, Isa isa, const RooflineOptions& options
 
 }  // namespace
 
+namespace {
+
+size_t caches_of(int n_threads) {
+  const CpuFeatures& f = cpu_features();
+  return f.l3_bytes + f.l2_bytes * static_cast<size_t>(n_threads);
+}
+
+}  // namespace
+
 RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptions& options) {
   const size_t bytes = checked_dram_bytes(n_threads, isa, options);
   const auto start = Clock::now();
@@ -285,6 +294,7 @@ RooflineMeasurement measure_roofline(int n_threads, Isa isa, const RooflineOptio
   m.cpu_brand = cpu_features().brand;
   m.isa = isa;
   m.n_threads = n_threads;
+  m.cache_bytes = caches_of(n_threads);
   m.measured_at = static_cast<int64_t>(std::time(nullptr));
 
   m.dram_read_gbps = measure_dram(n_threads, k, bytes, options.dram_reps, &m.dram_bytes);
@@ -376,6 +386,7 @@ RooflineMeasurement load_or_measure_roofline(int n_threads, Isa isa, const std::
   const std::string& brand = cpu_features().brand;
   if (auto cached = read_roofline_cache(cache_path, brand, n_threads, isa)) {
     cached->from_cache = true;
+    cached->cache_bytes = caches_of(n_threads);
     return *cached;
   }
   RooflineMeasurement m = measure_roofline(n_threads, isa, options);

@@ -21,6 +21,9 @@ struct RooflineMeasurement {
   double fp32_gflops = 0;     // 2 flops per FMA lane (Scalar ISA: SSE mul + add pairs)
   double int8_gops = 0;       // VNNI vpdpbusd, 2 ops per u8*s8 product; 0 = not measured
   size_t dram_bytes = 0;      // size of the streamed buffer
+  // What the caches hold for the threads (the L3 and each thread's L2, from CPUID/sysfs, not
+  // measured); a step that reads more than this reads most of it from DRAM. 0 = unknown.
+  size_t cache_bytes = 0;
   double seconds = 0;         // wall time the measurement took (allocation included)
   int64_t measured_at = 0;    // unix time
 

@@ -199,6 +199,34 @@ TEST(RooflineReport, ZeroSpeedsGiveZeroRates) {
   EXPECT_TRUE(well_formed_xml(roofline_svg(r, "t", "s"), &why)) << why;
 }
 
+// Decode above the DRAM read measured for it: from the caches where a step's bytes fit in them,
+// else the bandwidth moved between the measurement and the test (the verdict says which).
+TEST(RooflineReport, AboveDramSaysWhetherTheCachesCanExplainIt) {
+  RooflineMeasurement m = machine();
+  m.cache_bytes = size_t{36} << 20;
+  ModelCost big = tinyllama_cost();  // ~1.2 GB a step: 80 tok/s is ~94 GB/s, above 66
+  const RooflineReport moved = analyze_roofline(big, {0, 128, 512}, 0.0, 80.0, m);
+  ASSERT_GT(moved.decode.frac, 1.0);
+  EXPECT_NE(moved.decode.verdict.find("the machine's bandwidth moved while it ran"), std::string::npos)
+      << moved.decode.verdict;
+  EXPECT_EQ(moved.decode.verdict.find("fits in the caches"), std::string::npos) << moved.decode.verdict;
+
+  ModelCost small = big;  // 10 MB of weights and a short context: fits in 36 MiB
+  small.n_layer = 1;
+  small.matmul_params = 5e6;
+  small.output_params = 0;
+  small.weight_bytes_per_token = 10e6;
+  const RooflineReport cached = analyze_roofline(small, {0, 16, 512}, 0.0, 8000.0, m);
+  ASSERT_GT(cached.decode.frac, 1.0);
+  EXPECT_NE(cached.decode.verdict.find("the working set fits in the caches"), std::string::npos)
+      << cached.decode.verdict;
+
+  m.cache_bytes = 0;  // caches unknown: both readings
+  const RooflineReport unknown = analyze_roofline(big, {0, 128, 512}, 0.0, 80.0, m);
+  EXPECT_NE(unknown.decode.verdict.find("served by the caches, or the bandwidth moved"), std::string::npos)
+      << unknown.decode.verdict;
+}
+
 GgufTensorInfo fake_tensor(const char* name, GgmlType t, int64_t ne0, int64_t ne1) {
   GgufTensorInfo i;
   i.name = name;

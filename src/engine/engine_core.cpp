@@ -231,6 +231,10 @@ std::vector<std::shared_ptr<RequestHandle>> EngineCore::submit_all(
     inbox_.push_back(std::move(s));
   }
   n_pending_ += static_cast<int64_t>(subs.size());
+  // Counted as waiting at once: the engine publishes its counts at the end of a step, and a
+  // reader between this and the next one (the metrics page, a client waiting for an idle
+  // server) must not see the queue empty while a refusal would call it full.
+  stats_.waiting += static_cast<int64_t>(subs.size());
   idle_ = false;
   cv_.notify_all();
   return handles;
@@ -262,6 +266,7 @@ void EngineCore::publish_stats() {
   s.blocks_used_peak = std::max(s.blocks_used_peak, s.blocks_used);
   std::lock_guard lock(mu_);
   stats_ = s;
+  stats_.waiting += static_cast<int64_t>(inbox_.size());  // submitted since this step took its arrivals
 }
 
 void EngineCore::loop() {

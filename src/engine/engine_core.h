@@ -103,6 +103,8 @@ struct SpecStats {
 };
 
 struct EngineStats {
+  // waiting: in the scheduler's queue (preempted ones too) or submitted and not yet taken in by
+  // a step; a submission counts from the moment submit() returns.
   int64_t running = 0, waiting = 0;
   int64_t blocks_total = 0, blocks_used = 0, block_size = 0;
   int64_t kv_bytes_per_block = 0;  // K and V of one block: its group's layers

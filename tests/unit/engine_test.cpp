@@ -361,6 +361,28 @@ TEST_F(EngineStories, QueueFullIsItsOwnError) {
   EXPECT_EQ(e.leak_report(), "");
 }
 
+// A submission is counted (running or waiting) from the moment submit() returns, not from the
+// engine's next step: a client that saw the queue empty in the counts and then got "queue full"
+// (lumen serve's /metrics against --max-queue 1) read counts published before its request.
+TEST_F(EngineStories, SubmissionsCountAsWaitingAtOnce) {
+  EngineConfig c;
+  c.n_ctx = 256;
+  c.max_running = 1;
+  EngineCore e(*m_.model, *m_.tok, c);
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (int i = 0; i < 3; i++) {
+    hs.push_back(e.submit(tokens("Once upon a time"), params_for(i, false, 200)));
+    const EngineStats st = e.stats();
+    EXPECT_EQ(st.running + st.waiting, i + 1) << "after submission " << i;
+  }
+  for (auto& h : hs) h->cancel();
+  for (auto& h : hs) drain(*h);
+  e.wait_idle();
+  EXPECT_EQ(e.stats().running, 0);
+  EXPECT_EQ(e.stats().waiting, 0);
+  EXPECT_EQ(e.leak_report(), "");
+}
+
 // submit_all queues a batch at once: all of it runs together (the peak KV holding is every
 // sequence's), and a batch the queue cannot take is refused whole.
 TEST_F(EngineStories, SubmitAllStartsTogetherOrNotAtAll) {

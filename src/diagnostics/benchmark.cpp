@@ -34,6 +34,24 @@ void prefill(Model& model, SequenceKv& kv, const std::vector<int32_t>& tokens, i
   }
 }
 
+// Attaches a profile to the model for one timed phase (none when it is null), and detaches it
+// however the phase ends.
+class ProfiledPhase {
+ public:
+  ProfiledPhase(Model& model, StepProfile* profile) : model_(model), on_(profile != nullptr) {
+    if (on_) model_.set_profile(profile);
+  }
+  ~ProfiledPhase() {
+    if (on_) model_.set_profile(nullptr);
+  }
+  ProfiledPhase(const ProfiledPhase&) = delete;
+  ProfiledPhase& operator=(const ProfiledPhase&) = delete;
+
+ private:
+  Model& model_;
+  bool on_;
+};
+
 }  // namespace
 
 std::vector<int32_t> bench_prompt(int64_t n_tokens, int64_t n_vocab, int32_t bos, uint64_t seed) {
@@ -105,7 +123,10 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
     if (p > 0) {
       report("prefill", rep, 0, p);
       const auto t0 = Clock::now();
-      prefill(model, kv, tokens, d, d + p, logits.data(), [&](int64_t done) { report("prefill", rep, done, p); });
+      {
+        const ProfiledPhase profiled(model, o.profile);
+        prefill(model, kv, tokens, d, d + p, logits.data(), [&](int64_t done) { report("prefill", rep, done, p); });
+      }
       const auto t1 = Clock::now();
       tok = static_cast<int32_t>(argmax(logits.data(), n_vocab));
       const auto t2 = Clock::now();
@@ -116,6 +137,7 @@ BenchResult run_benchmark(Model& model, const BenchOptions& o, const std::functi
 
     if (o.n_gen > 0) report("decode", rep, 0, o.n_gen);
     r.itl_ms.reserve(static_cast<size_t>(o.n_gen));
+    const ProfiledPhase profiled(model, o.n_gen > 0 ? o.profile : nullptr);
     for (int64_t i = 0; i < o.n_gen; i++) {
       const auto s0 = Clock::now();
       batch.clear();

@@ -24,6 +24,7 @@
 namespace lumen {
 
 class Model;
+class StepProfile;
 
 struct BenchOptions {
   int64_t n_prompt = 512;
@@ -35,6 +36,9 @@ struct BenchOptions {
   int32_t bos = -1;                 // first prompt token; -1: none (all random)
   GgmlType kv_type_k = GgmlType::F32;
   GgmlType kv_type_v = GgmlType::F32;
+  // Non-null: the timed phases' forward steps (prefill for pp, the decode steps for tg) add their
+  // times and work to it, over every repetition (core/step_profile.h).
+  StepProfile* profile = nullptr;
 };
 
 struct BenchRep;

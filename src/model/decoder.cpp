@@ -8,12 +8,24 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/step_profile.h"
 #include "gguf/gguf_file.h"
 #include "kernels/attention.h"
 #include "kernels/ref/ops_ref.h"
 #include "model/weight_loader.h"
 
 namespace lumen {
+
+namespace {
+
+// A profiled step's work (core/step_profile.h): a matrix's bytes as the file stores them (what
+// weight_bytes() counts) and its operations for n tokens.
+double matrix_bytes(const WeightMatrix& w) { return static_cast<double>(w.row_bytes) * static_cast<double>(w.n_out); }
+double matrix_flops(const WeightMatrix& w, int64_t n) {
+  return 2.0 * static_cast<double>(w.n_in) * static_cast<double>(w.n_out) * static_cast<double>(n);
+}
+
+}  // namespace
 
 Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const ModelOptions& options)
     : Model(std::move(file), std::move(config), options) {
@@ -196,16 +208,25 @@ void Decoder::forward(const Batch& batch, KvStorage& kv, float* logits_out) {
   n_ = batch.size();
   for (RopeTable& t : rope_tables_) t.rot = nullptr;
   const int64_t d = config_.n_embd;
-  for (int64_t t = 0; t < n_; t++) {
-    dequantize_row(tok_embd_, batch.tokens[t], &x_[t * d]);
-    if (embed_scale_ != 1.0f)
-      for (int64_t i = 0; i < d; i++) x_[t * d + i] *= embed_scale_;
+  {
+    StepTimer timer(profile_, Step::Embed);
+    if (timer.active()) timer.set_work(static_cast<double>(n_) * static_cast<double>(tok_embd_.row_bytes), 0);
+    for (int64_t t = 0; t < n_; t++) {
+      dequantize_row(tok_embd_, batch.tokens[t], &x_[t * d]);
+      if (embed_scale_ != 1.0f)
+        for (int64_t i = 0; i < d; i++) x_[t * d + i] *= embed_scale_;
+    }
   }
   layers(batch, kv);
   logits(batch, logits_out);
 }
 
 void Decoder::norm(const float* w, const float* in, float* out) {
+  StepTimer timer(profile_, Step::Norm);
+  norm_rows(w, in, out);
+}
+
+void Decoder::norm_rows(const float* w, const float* in, float* out) {
   const int64_t d = config_.n_embd;
   const float eps = config_.rms_eps;
   // A layer's norm weights were last read a token ago, so they come from DRAM: fetched all at
@@ -219,6 +240,10 @@ void Decoder::norm(const float* w, const float* in, float* out) {
 
 void Decoder::qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv) {
   const ModelConfig& c = config_;
+  StepTimer timer(profile_, Step::Qkv);
+  if (timer.active())
+    timer.set_work(matrix_bytes(wq) + matrix_bytes(wk) + matrix_bytes(wv),
+                   matrix_flops(wq, n_) + matrix_flops(wk, n_) + matrix_flops(wv, n_));
   const MatmulOutput outs[] = {{&wq, q_.data(), c.q_dim()}, {&wk, k_.data(), c.kv_dim_k()}, {&wv, v_.data(), c.kv_dim_v()}};
   matmul_multi(outs, 3, xn_.data(), c.n_embd, n_, scratch_.data(), pool());
 }
@@ -290,6 +315,7 @@ struct Decoder::HeadPrep {
 void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const AttentionWeights& a, const RopeParams& rot,
                      float scale, float softcap, float q_scale) {
   const ModelConfig& c = config_;
+  StepTimer timer(profile_, Step::Attention);
   AttentionParams p;
   p.n_head = c.n_head;
   p.n_head_kv = c.n_head_kv;
@@ -302,6 +328,7 @@ void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const Attent
   const int32_t group = kv.groups().layer_group[il];
   p.window = kv.groups().groups[group].window;
   const size_t n_seqs = batch.seqs.size();
+  if (timer.active()) profile_attention(batch, kv, p.window, timer);
   kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
   kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));
   for (size_t s = 0; s < n_seqs; s++) {
@@ -319,15 +346,42 @@ void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const Attent
   lumen::attention(p, ab, q_.data(), c.q_dim(), attn_.data(), c.q_dim(), pool(), active_isa());
 }
 
+// The work attention must do (a profiled step): per sequence, the K/V of the positions its
+// tokens attend, read once; per token, its scores and weighted values over those positions.
+void Decoder::profile_attention(const Batch& batch, const KvStorage& kv, int32_t window, StepTimer& timer) const {
+  const ModelConfig& c = config_;
+  const size_t n_seqs = batch.seqs.size();
+  std::vector<int64_t> lo(n_seqs, std::numeric_limits<int64_t>::max()), hi(n_seqs, 0);
+  double flops = 0;
+  for (int64_t t = 0; t < n_; t++) {
+    const int64_t pos = batch.positions[t], b = window_begin(pos, window);
+    const auto s = static_cast<size_t>(batch.seq[t]);
+    lo[s] = std::min(lo[s], b);
+    hi[s] = std::max(hi[s], pos + 1);
+    flops += 2.0 * static_cast<double>(c.n_head * (c.head_dim_k + c.head_dim_v) * (pos + 1 - b));
+  }
+  double positions = 0;
+  for (size_t s = 0; s < n_seqs; s++)
+    if (hi[s] > lo[s]) positions += static_cast<double>(hi[s] - lo[s]);
+  const KvLayout& l = kv.layout();
+  const double head_bytes = static_cast<double>(l.head_bytes_k() + l.head_bytes_v());
+  timer.set_work(positions * static_cast<double>(c.n_head_kv) * head_bytes, flops);
+}
+
 void Decoder::project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm) {
   const int64_t d = config_.n_embd;
+  StepTimer timer(profile_, in == attn_.data() ? Step::AttnOutput : Step::FfnDown);
+  if (timer.active()) timer.set_work(matrix_bytes(w), matrix_flops(w, n_));
   matmul(w, in, ld_in, n_, out_.data(), d, scratch_.data(), pool());
-  if (post_norm) norm(post_norm, out_.data(), out_.data());
+  if (post_norm) norm_rows(post_norm, out_.data(), out_.data());
   vec_add(x_.data(), out_.data(), x_.data(), n_ * d);
 }
 
 void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act) {
   const int64_t ff = config_.n_ff;
+  StepTimer timer(profile_, Step::FfnGateUp);
+  if (timer.active())
+    timer.set_work(matrix_bytes(w_gate) + matrix_bytes(w_up), matrix_flops(w_gate, n_) + matrix_flops(w_up, n_));
   const MatmulOutput outs[] = {{&w_gate, gate_.data(), ff}, {&w_up, up_.data(), ff}};
   matmul_multi(outs, 2, xn_.data(), config_.n_embd, n_, scratch_.data(), pool());
   pool().parallel_for(n_, 1, [&](int64_t b, int64_t e, int) {
@@ -340,6 +394,7 @@ void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluA
 
 void Decoder::moe_ffn(const MoeFfn& moe) {
   const int64_t d = config_.n_embd, n_exp = moe.router.n_out, k = moe.n_used, ff = moe.gate[0].n_out;
+  StepTimer timer(profile_, Step::Moe);
   // The buffers are sized by prepare() for n_batch tokens.
   matmul(moe.router, xn_.data(), d, n_, router_logits_.data(), n_exp, scratch_.data(), pool());
   for (auto& slots : expert_slots_) slots.clear();
@@ -404,6 +459,13 @@ void Decoder::moe_ffn(const MoeFfn& moe) {
     }
     matmul_grouped(ps, n_ps, scratch_.data(), pool());
   }
+  if (timer.active()) {  // the router, and each chosen expert's three matrices once for its tokens
+    double bytes = matrix_bytes(moe.router), flops = matrix_flops(moe.router, n_);
+    for (const MoeChosen& c : moe_chosen_)
+      for (const WeightMatrix* w : {&moe.gate[c.e], &moe.up[c.e], &moe.down[c.e]})
+        bytes += matrix_bytes(*w), flops += matrix_flops(*w, c.m);
+    timer.set_work(bytes, flops);
+  }
   for (const MoeChosen& c : moe_chosen_) {
     const auto& slots = expert_slots_[c.e];
     for (int64_t i = 0; i < c.m; i++) moe_slot_row_[slots[i]] = c.row0 + i;
@@ -434,6 +496,7 @@ void Decoder::moe_ffn(const MoeFfn& moe) {
 // Final norm and the output projection, only for the rows that want logits.
 void Decoder::logits(const Batch& batch, float* logits_out) {
   const ModelConfig& c = config_;
+  StepTimer timer(profile_, Step::Logits);
   int64_t n_out = 0;
   for (int64_t t = 0; t < n_; t++) {
     if (!batch.want_logits[t]) continue;
@@ -441,6 +504,7 @@ void Decoder::logits(const Batch& batch, float* logits_out) {
     n_out++;
   }
   if (n_out == 0) return;
+  if (timer.active()) timer.set_work(matrix_bytes(output_), matrix_flops(output_, n_out));
   matmul(output_, xn_.data(), c.n_embd, n_out, logits_out, c.n_vocab, scratch_.data(), pool());
   if (final_softcap_ > 0.0f) {
     // Gemma 2's 256,000 logits a token: a scalar tanhf each, on one thread while the others

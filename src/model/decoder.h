@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/step_profile.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -98,6 +99,8 @@ class Decoder : public Model {
  private:
   void validate(const Batch& batch, const KvStorage& kv);
   void logits(const Batch& batch, float* logits);
+  void norm_rows(const float* w, const float* in, float* out);  // norm() without its profile entry
+  void profile_attention(const Batch& batch, const KvStorage& kv, int32_t window, StepTimer& timer) const;
 
   // RoPE's angles of the batch's tokens for rot (per token n_rot floats: cos, then sin),
   // computed at its first use in a forward pass and shared by every layer that rotates by it.

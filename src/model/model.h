@@ -14,6 +14,7 @@
 namespace lumen {
 
 class GgufFile;
+class StepProfile;
 class ThreadPool;
 
 struct ModelOptions {
@@ -65,12 +66,17 @@ class Model {
   // Bytes of weights read per decoded token (for bandwidth figures).
   virtual size_t weight_bytes() const = 0;
 
+  // Each forward() step's time and work go to `profile` (core/step_profile.h) until this is
+  // called again with null; never while a forward() runs. The profile must outlive its use.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+
  protected:
   Model(std::shared_ptr<const GgufFile> file, ModelConfig config, ModelOptions options)
       : file_(std::move(file)), config_(std::move(config)), options_(options) {}
   std::shared_ptr<const GgufFile> file_;
   ModelConfig config_;
   ModelOptions options_;
+  StepProfile* profile_ = nullptr;
 };
 
 }  // namespace lumen

@@ -325,10 +325,45 @@ TEST_F(BenchCli, SpeculativeDecodingSideBySide) {
   }
 }
 
+// --profile: per test, the time of each forward step; JSON has it in the row, markdown after the
+// verdicts.
+TEST_F(BenchCli, ProfileSplitsEachTestByStep) {
+  auto r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 2 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json rows = json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const json& row : rows) {
+    ASSERT_TRUE(row.contains("profile")) << row.dump();
+    const json& steps = row["profile"];
+    std::vector<std::string> names;
+    double share = 0;
+    for (const json& s : steps) {
+      names.push_back(s["step"]);
+      if (s["step"] != "total") share += s["share"].get<double>();
+      EXPECT_GE(s["ms"].get<double>(), 0.0);
+    }
+    const std::vector<std::string> want = {"embed",    "norm",     "qkv",    "attention", "attn_output",
+                                           "ffn_gate_up", "ffn_down", "logits", "other",     "total"};
+    EXPECT_EQ(names, want);
+    EXPECT_NEAR(share, 1.0, 1e-9);
+    // stories260K's 5 layers, 2 reps: one pass each for pp16, 4 for tg4.
+    EXPECT_EQ(steps[2]["calls"], 2 * 5 * (row["n_gen"] == 4 ? 4 : 1)) << row["test"];
+    EXPECT_GT(steps[2]["gb_s"].get<double>(), 0.0);
+  }
+  r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 1 --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"profile   pp16 -t 1: ms per prompt", "profile   tg4 -t 1: ms per decoded token",
+                        "| step | ms | share | MB read | GB/s | GFLOP/s |", "| attention |", "| total |"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from:\n" << r.out;
+  EXPECT_LT(r.out.find("verdict   tg4"), r.out.find("profile   pp16")) << r.out;
+  r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 1");
+  EXPECT_EQ(r.out.find("profile"), std::string::npos) << "only when asked for";
+}
+
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {
   for (const char* args : {" -p 0 -n 0", " -n -1", " -p 8,-1", " -d -4", " -r 0", " -o xml", " --json -o csv",
                            " -p 8,16 --plot x.svg", " --batch 1,2 -p 8,16", " --batch 2 -d 8", " --batch 2 -o csv",
-                           " --verify-cost -t 1,2"}) {
+                           " --verify-cost -t 1,2", " --batch 2 --profile"}) {
     auto r = test::run_cli("bench " + model_ + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("lumen: "), std::string::npos) << r.err;

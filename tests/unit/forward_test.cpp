@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/step_profile.h"
+#include "diagnostics/step_report.h"
 #include "gguf/gguf_file.h"
 #include "kv/sequence_kv.h"
 #include "model/model.h"
@@ -94,6 +96,82 @@ TEST_F(Forward, RewindOverwritesTheTail) {
   model_->forward(b, kv.storage(), logits.data());
   EXPECT_EQ(kv.length(0), 4);
   EXPECT_TRUE(same_bits(logits.data(), alone({100, 101, 102, 7}).data(), n_vocab_));
+}
+
+// --profile's source: every step of a forward pass once per layer (norm twice), the work each
+// must do, and the same logits with the profile on as off.
+TEST_F(Forward, ProfileCountsEachStepAndItsWork) {
+  const ModelConfig& c = model_->config();
+  const std::vector<int32_t> toks = {1, 403, 407, 261, 378};
+  const std::vector<float> plain = alone(toks);
+  StepProfile prof;
+  model_->set_profile(&prof);
+  const std::vector<float> profiled = alone(toks);
+  model_->set_profile(nullptr);
+  EXPECT_TRUE(same_bits(plain.data(), profiled.data(), n_vocab_));
+  const auto calls = [&](Step s) { return prof.at(s).calls; };
+  EXPECT_EQ(calls(Step::Embed), 1);
+  EXPECT_EQ(calls(Step::Norm), 2 * c.n_layer);
+  for (Step s : {Step::Qkv, Step::Attention, Step::AttnOutput, Step::FfnGateUp, Step::FfnDown}) {
+    EXPECT_EQ(calls(s), c.n_layer) << step_name(s);
+    EXPECT_GT(prof.at(s).seconds, 0.0) << step_name(s);
+    EXPECT_GT(prof.at(s).flops, 0.0) << step_name(s);
+  }
+  EXPECT_EQ(calls(Step::Moe), 0);
+  EXPECT_EQ(calls(Step::Logits), 1);
+  // The matrices' bytes as the file stores them: every layer's (F32 here) plus the output matrix.
+  double matrix_bytes = 0;
+  for (const GgufTensorInfo& t : file_->tensors())
+    if (t.name.find("attn_norm") == std::string::npos && t.name.find("ffn_norm") == std::string::npos &&
+        t.name != "output_norm.weight" && t.name != "token_embd.weight")
+      matrix_bytes += static_cast<double>(t.n_bytes);
+  const double logits_bytes = prof.at(Step::Logits).bytes;
+  EXPECT_GT(logits_bytes, 0.0);
+  double steps_bytes = logits_bytes;
+  for (Step s : {Step::Qkv, Step::AttnOutput, Step::FfnGateUp, Step::FfnDown}) steps_bytes += prof.at(s).bytes;
+  const bool tied = file_->find_tensor("output.weight") == nullptr;
+  EXPECT_DOUBLE_EQ(steps_bytes, matrix_bytes + (tied ? logits_bytes : 0.0));
+  // Q and the two 2 x multiply-adds of Q.K and P.V per head, key and element: 5 tokens attend
+  // to 1 + 2 + 3 + 4 + 5 keys; K/V: the 5 positions once, every KV head, F32 rows.
+  const double per_layer_flops = 2.0 * c.n_head * (c.head_dim_k + c.head_dim_v) * 15;
+  EXPECT_DOUBLE_EQ(prof.at(Step::Attention).flops, per_layer_flops * c.n_layer);
+  EXPECT_DOUBLE_EQ(prof.at(Step::Attention).bytes, 5.0 * (c.kv_dim_k() + c.kv_dim_v()) * 4 * c.n_layer);
+  // Detached: nothing more is counted.
+  const int64_t before = calls(Step::Qkv);
+  alone(toks);
+  EXPECT_EQ(calls(Step::Qkv), before);
+}
+
+TEST(StepReport, RowsPerUnitWithOtherAndTotal) {
+  StepProfile p;
+  p.add(Step::Qkv, 0.002, 4e6, 8e6);
+  p.add(Step::Qkv, 0.002, 4e6, 8e6);
+  p.add(Step::Attention, 0.004, 0, 1e9);
+  const std::vector<StepRow> rows = step_rows(p, 2.0, 0.010);  // 2 tokens, 10 ms timed
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].step, "qkv");
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[0].ms, 2.0);
+  EXPECT_DOUBLE_EQ(rows[0].share, 0.4);
+  EXPECT_DOUBLE_EQ(rows[0].bytes, 4e6);
+  EXPECT_DOUBLE_EQ(rows[0].gb_s, 2.0);
+  EXPECT_DOUBLE_EQ(rows[0].gflop_s, 4.0);
+  EXPECT_EQ(rows[1].step, "attention");
+  EXPECT_DOUBLE_EQ(rows[1].gb_s, 0.0);
+  EXPECT_DOUBLE_EQ(rows[1].gflop_s, 250.0);
+  EXPECT_EQ(rows[2].step, "other");
+  EXPECT_NEAR(rows[2].ms, 1.0, 1e-12);
+  EXPECT_NEAR(rows[2].share, 0.2, 1e-12);
+  EXPECT_EQ(rows[3].step, "total");
+  EXPECT_DOUBLE_EQ(rows[3].ms, 5.0);
+  EXPECT_DOUBLE_EQ(rows[3].bytes, 4e6);
+  // Steps timed past the test's own clock (nanoseconds apart): "other" is 0, never negative.
+  const std::vector<StepRow> over = step_rows(p, 1.0, 0.0079);
+  EXPECT_DOUBLE_EQ(over[2].ms, 0.0);
+  EXPECT_NEAR(over[3].ms, 8.0, 1e-12);
+  const std::string md = step_rows_md("profile   tg2", rows);
+  EXPECT_NE(md.find("| qkv | 2.000 | 40.0% | 4.00 | 2.0 | 4.0 |"), std::string::npos) << md;
+  EXPECT_EQ(step_rows_json(rows)[1]["step"], "attention");
 }
 
 TEST_F(Forward, F16CacheIsClose) {

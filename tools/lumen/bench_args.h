@@ -42,6 +42,7 @@ struct BenchArgs {
   int64_t cached_prefix = 0;     // --cached-prefix: TTFT with this many prompt tokens cached
   std::string prompt;            // --prompt: the text speculative decoding continues
   bool verify_cost = false;      // --verify-cost: a pass over k + 1 tokens against a 1-token step
+  bool profile = false;          // --profile: each pp/tg test's time per forward step
   EngineArgs engine;
 };
 

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "diagnostics/benchmark.h"
 #include "diagnostics/roofline_report.h"
+#include "diagnostics/step_report.h"
 #include "gguf/gguf_file.h"
 #include "kernels/isa.h"
 #include "kernels/roofline.h"
@@ -97,15 +98,20 @@ class RowPrinter {
     std::fflush(stdout);
     rows_.push_back(r);
   }
+  // --profile: a test's table, printed after the verdicts (markdown only; JSON has it in the row).
+  void profile(const std::string& table) { profiles_.push_back(table); }
   void finish() {
     if (f_ == BenchFormat::Json) fmt::print("{}]\n", rows_.empty() ? "[\n" : "\n");
     if (f_ == BenchFormat::Markdown && !rows_.empty()) fmt::print("\n{}", bench_md_verdicts(rows_));
+    if (f_ == BenchFormat::Markdown)
+      for (const std::string& p : profiles_) fmt::print("\n{}", p);
     std::fflush(stdout);
   }
 
  private:
   BenchFormat f_;
   std::vector<BenchRow> rows_;
+  std::vector<std::string> profiles_;
 };
 
 struct Test {
@@ -177,6 +183,8 @@ void run_bench_tests(const BenchArgs& a, const std::string& path, const std::vec
         opt.kv_type_v = kv_v;
         opt.bos = m->tokenizer->bos_id();
         if (opt.bos >= cfg.n_vocab) opt.bos = -1;
+        StepProfile steps;
+        if (a.profile) opt.profile = &steps;
         // --remeasure: a decode test's DRAM bandwidth is measured again right before and right
         // after it, and its fraction is of the larger (the machine's minute, not the run's start).
         RooflineMeasurement test_machine = machine;
@@ -266,6 +274,18 @@ void run_bench_tests(const BenchArgs& a, const std::string& path, const std::vec
             per_rep.push_back({{"tok_s", r.prefill_tok_s}, {"ms", r.prefill_ms}, {"ttft_ms", r.ttft_ms}});
         }
         x["per_rep"] = per_rep;
+        if (a.profile) {
+          // Per decoded token (tg) or per prompt (pp), over every repetition's timed time.
+          double timed_ms = 0;
+          for (const BenchRep& r : res.reps) timed_ms += t.n_gen > 0 ? r.decode_ms : r.prefill_ms;
+          const double units = static_cast<double>(res.reps.size()) * static_cast<double>(t.n_gen > 0 ? t.n_gen : 1);
+          const std::vector<StepRow> steps_rows = step_rows(steps, units, 1e-3 * timed_ms);
+          x["profile"] = step_rows_json(steps_rows);
+          const std::string title =
+              fmt::format("profile   {} -t {}: ms per {}, means over {} reps; MB read: weights or K/V the step must read",
+                          label, n_threads, t.n_gen > 0 ? "decoded token" : "prompt", res.reps.size());
+          printer.profile(step_rows_md(title, steps_rows));
+        }
         if (dram_each) x["dram_read_gb_s_around"] = {dram_before, dram_after};
         if (!a.plot.empty()) x["plot"] = a.plot;
         (t.n_gen > 0 ? plot_tg : plot_pp) = rr;

@@ -194,6 +194,7 @@ void check_bench_args(BenchArgs& a) {
     if (a.n_depths != std::vector<int64_t>{0}) usage_fail("-d/--n-depth is for the pp/tg tests, not {}", engine_mode);
     if (a.format == BenchFormat::Csv) usage_fail("-o csv is for the pp/tg tests; {} prints text or JSON", engine_mode);
     if (!a.plot.empty()) usage_fail("--plot is for the pp/tg tests, not {}", engine_mode);
+    if (a.profile) usage_fail("--profile is for the pp/tg tests, not {}", engine_mode);
     a.n_prompt = a.n_prompts[0];
     a.n_gen = a.n_gens[0];
     if (a.n_prompt < 1) usage_fail("-p/--n-prompt must be at least 1 with {}", engine_mode);
@@ -362,6 +363,10 @@ void register_bench(CLI::App& app) {
                 "measure the roofline again (on an idle machine) instead of using the cached one, and cache it; "
                 "each decode test's DRAM read bandwidth is also measured right before and after it, and its share "
                 "of the roofline is of the larger");
+  cmd->add_flag("--profile", a.profile,
+                "after the table, each pp/tg test's time per forward step (embed, norm, qkv, attention, attn_output, "
+                "ffn_gate_up, ffn_down, moe_ffn, logits, other) with the bytes each must read and the rate it reached "
+                "(-o json: a 'profile' array per row)");
   register_bench_serve(*cmd);
   cmd->callback([cmd] {
     if (cmd->got_subcommand("serve")) return;

@@ -358,12 +358,15 @@ TEST_F(BenchCli, ProfileSplitsEachTestByStep) {
   EXPECT_LT(r.out.find("verdict   tg4"), r.out.find("profile   pp16")) << r.out;
   r = test::run_cli("bench " + model_ + " -p 16 -n 4 -r 1");
   EXPECT_EQ(r.out.find("profile"), std::string::npos) << "only when asked for";
+  r = test::run_cli("bench " + model_ + " -p 0 -n 4 -r 1 --profile -o jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["profile"].back()["step"], "total") << r.out;
 }
 
 TEST_F(BenchCli, BadOptionsAreOneLineErrors) {
   for (const char* args : {" -p 0 -n 0", " -n -1", " -p 8,-1", " -d -4", " -r 0", " -o xml", " --json -o csv",
                            " -p 8,16 --plot x.svg", " --batch 1,2 -p 8,16", " --batch 2 -d 8", " --batch 2 -o csv",
-                           " --verify-cost -t 1,2", " --batch 2 --profile"}) {
+                           " --verify-cost -t 1,2", " --batch 2 --profile", " --profile -o csv"}) {
     auto r = test::run_cli("bench " + model_ + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find("lumen: "), std::string::npos) << r.err;

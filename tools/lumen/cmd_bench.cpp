@@ -200,6 +200,8 @@ void check_bench_args(BenchArgs& a) {
     if (a.n_prompt < 1) usage_fail("-p/--n-prompt must be at least 1 with {}", engine_mode);
     return;
   }
+  if (a.profile && a.format == BenchFormat::Csv)
+    usage_fail("--profile prints a table per test (markdown) or a 'profile' array per row (-o json, jsonl), not CSV");
   bool any = false;
   for (int64_t p : a.n_prompts) any = any || p > 0;
   for (int64_t n : a.n_gens) any = any || n > 0;

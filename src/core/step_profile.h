@@ -73,7 +73,6 @@ public:
   StepTimer &operator=(const StepTimer &) = delete;
 
   bool active() const { return profile_ != nullptr; }
-  void set_step(Step s) { step_ = s; }
   void set_work(double bytes, double flops) { bytes_ = bytes, flops_ = flops; }
 
 private:

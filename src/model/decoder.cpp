@@ -315,7 +315,12 @@ struct Decoder::HeadPrep {
 void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const AttentionWeights& a, const RopeParams& rot,
                      float scale, float softcap, float q_scale) {
   const ModelConfig& c = config_;
+  const int32_t group = kv.groups().layer_group[il];
+  // A profile counts attention's work before its timer starts: the count is not attention's time.
+  const auto [work_bytes, work_flops] = profile_ ? attention_work(batch, kv, kv.groups().groups[group].window)
+                                                 : std::pair<double, double>{0, 0};
   StepTimer timer(profile_, Step::Attention);
+  timer.set_work(work_bytes, work_flops);
   AttentionParams p;
   p.n_head = c.n_head;
   p.n_head_kv = c.n_head_kv;
@@ -325,10 +330,8 @@ void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const Attent
   p.softcap = softcap;
   p.k_type = kv.layout().k_type;
   p.v_type = kv.layout().v_type;
-  const int32_t group = kv.groups().layer_group[il];
   p.window = kv.groups().groups[group].window;
   const size_t n_seqs = batch.seqs.size();
-  if (timer.active()) profile_attention(batch, kv, p.window, timer);
   kv_sources_.resize(std::max(kv_sources_.size(), n_seqs));
   kv_rows_.resize(std::max(kv_rows_.size(), n_seqs));
   for (size_t s = 0; s < n_seqs; s++) {
@@ -346,26 +349,25 @@ void Decoder::attend(const Batch& batch, KvStorage& kv, int64_t il, const Attent
   lumen::attention(p, ab, q_.data(), c.q_dim(), attn_.data(), c.q_dim(), pool(), active_isa());
 }
 
-// The work attention must do (a profiled step): per sequence, the K/V of the positions its
-// tokens attend, read once; per token, its scores and weighted values over those positions.
-void Decoder::profile_attention(const Batch& batch, const KvStorage& kv, int32_t window, StepTimer& timer) const {
+// The work attention must do (a profiled step), as bytes and operations: per sequence, the K/V
+// of the positions its tokens attend (from validate()'s lowest position through the highest),
+// read once; per token, its scores and weighted values over its positions.
+std::pair<double, double> Decoder::attention_work(const Batch& batch, const KvStorage& kv, int32_t window) const {
   const ModelConfig& c = config_;
-  const size_t n_seqs = batch.seqs.size();
-  std::vector<int64_t> lo(n_seqs, std::numeric_limits<int64_t>::max()), hi(n_seqs, 0);
+  std::vector<int64_t> end(batch.seqs.size(), 0);  // per sequence: its highest position + 1
   double flops = 0;
   for (int64_t t = 0; t < n_; t++) {
     const int64_t pos = batch.positions[t], b = window_begin(pos, window);
-    const auto s = static_cast<size_t>(batch.seq[t]);
-    lo[s] = std::min(lo[s], b);
-    hi[s] = std::max(hi[s], pos + 1);
+    int64_t& e = end[static_cast<size_t>(batch.seq[t])];
+    e = std::max(e, pos + 1);
     flops += 2.0 * static_cast<double>(c.n_head * (c.head_dim_k + c.head_dim_v) * (pos + 1 - b));
   }
   double positions = 0;
-  for (size_t s = 0; s < n_seqs; s++)
-    if (hi[s] > lo[s]) positions += static_cast<double>(hi[s] - lo[s]);
+  for (size_t s = 0; s < end.size(); s++)
+    if (end[s] > 0) positions += static_cast<double>(end[s] - window_begin(seq_min_pos_[s], window));
   const KvLayout& l = kv.layout();
   const double head_bytes = static_cast<double>(l.head_bytes_k() + l.head_bytes_v());
-  timer.set_work(positions * static_cast<double>(c.n_head_kv) * head_bytes, flops);
+  return {positions * static_cast<double>(c.n_head_kv) * head_bytes, flops};
 }
 
 void Decoder::project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm) {

@@ -11,9 +11,9 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
-#include "core/step_profile.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -100,7 +100,8 @@ class Decoder : public Model {
   void validate(const Batch& batch, const KvStorage& kv);
   void logits(const Batch& batch, float* logits);
   void norm_rows(const float* w, const float* in, float* out);  // norm() without its profile entry
-  void profile_attention(const Batch& batch, const KvStorage& kv, int32_t window, StepTimer& timer) const;
+  // A profiled attention step's work: bytes of K/V to read, operations.
+  std::pair<double, double> attention_work(const Batch& batch, const KvStorage& kv, int32_t window) const;
 
   // RoPE's angles of the batch's tokens for rot (per token n_rot floats: cos, then sin),
   // computed at its first use in a forward pass and shared by every layer that rotates by it.

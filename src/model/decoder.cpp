@@ -67,16 +67,20 @@ void AttentionWeights::collect(std::vector<WeightMatrix*>& matrices,
   multi.push_back({&wq, &wk, &wv});
 }
 
-RopeParams Decoder::rope_params(const ModelConfig& c) {
+RopeParams Decoder::rope_params(const ModelConfig& c) { return rope_params(c, c.rope_freq_base, c.rope_freq_scale); }
+
+RopeParams Decoder::rope_params(const ModelConfig& c, float freq_base, float freq_scale) {
   RopeParams r;
   r.n_rot = c.rope_dims;
-  r.freq_base = c.rope_freq_base;
-  r.freq_scale = c.rope_freq_scale;
+  r.freq_base = freq_base;
+  r.freq_scale = freq_scale;
   r.neox = c.rope_style == RopeStyle::NeoX;
   r.ext_factor = c.rope_ext_factor;
   r.attn_factor = c.rope_attn_factor;
   // llama.cpp's fixed beta_fast 32 and beta_slow 1 (it reads no yarn_beta_* key for these).
-  if (r.ext_factor != 0.0f) yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, c.rope_freq_base, 32.0f, 1.0f, &r.yarn_low, &r.yarn_high);
+  // The ramp's pairs follow the base (ggml computes them per rope op from the base it is given).
+  if (r.ext_factor != 0.0f)
+    yarn_corr_dims(c.rope_dims, c.rope_n_ctx_orig, freq_base, 32.0f, 1.0f, &r.yarn_low, &r.yarn_high);
   return r;
 }
 

@@ -64,8 +64,10 @@ class Decoder : public Model {
   void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi,
                const std::vector<const MoeFfn*>& moe = {});
 
-  // The config's RoPE (base, scaling, YaRN), NEOX per its rope_style.
+  // The config's RoPE (base, scaling, YaRN), NEOX per its rope_style; the second with another
+  // base and linear scale (sliding-window layers' own, where an architecture gives them one).
   static RopeParams rope_params(const ModelConfig& c);
+  static RopeParams rope_params(const ModelConfig& c, float freq_base, float freq_scale);
 
   // Steps over the batch's tokens (rows of x_, xn_, q_, k_, v_, attn_, gate_, up_, out_).
   void norm(const float* w, const float* in, float* out);  // rms_norm of every token's row

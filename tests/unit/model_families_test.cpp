@@ -228,5 +228,36 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
   std::filesystem::remove_all(dir);
 }
 
+// Gemma 3 4B-27B scale RoPE linearly (factor 8) on their global layers only: llama.cpp gives
+// gemma3's sliding-window layers their own base and a scale of 1. The synthetic file's blk.0 is
+// windowed and blk.1 global (pattern 2); with pattern 0 every layer is windowed.
+TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayers) {
+  std::string why;
+  const std::string plain = synth(kFamilies[2], &why);
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-gemma3-rope-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+  auto variant = [&](const std::string& name, bool all_windowed, bool scaled) {
+    return rewrite(
+        *f, dir + "/" + name,
+        [&](GgufWriter& w) {
+          if (all_windowed) w.set_int32("gemma3.attention.sliding_window_pattern", 0);
+          if (scaled) {
+            w.set_string("gemma3.rope.scaling.type", "linear");
+            w.set_float32("gemma3.rope.scaling.factor", 8.0f);
+          }
+        },
+        all);
+  };
+  const auto base = logits_of(plain, 64);
+  EXPECT_NE(logits_of(variant("scaled.gguf", false, true), 64), base) << "the global layer is scaled";
+  const auto windowed = logits_of(variant("windowed.gguf", true, false), 64);
+  EXPECT_NE(windowed, base);
+  EXPECT_EQ(logits_of(variant("windowed-scaled.gguf", true, true), 64), windowed) << "windowed layers are not scaled";
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lumen

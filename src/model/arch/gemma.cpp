@@ -9,8 +9,9 @@
 // (50 tanh(s / 50)), gemma3 RMS-normalises Q and K per head before RoPE. Sliding windows on some
 // layers: without a `sliding_window_pattern` key, every second layer (gemma2: blk.0, blk.2, ...)
 // or five of every six (gemma3). gemma3's windowed layers use `rope.freq_base_swa` (default
-// 10000), gemma2's that key if present, else `rope.freq_base`. The norm weights are used as
-// stored (the converter already added Gemma's 1).
+// 10000) and no linear RoPE scaling (the global layers take the file's), gemma2's that key if
+// present, else `rope.freq_base`, scaled as the global ones. The norm weights are used as stored
+// (the converter already added Gemma's 1).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -55,10 +56,13 @@ class GemmaModel : public Decoder {
     }
     if (!(attn_softcap_ >= 0.0f) || !(final_softcap_ >= 0.0f)) fail("{}: invalid soft-capping values", f.path());
     rope_ = rope_params(c);
-    rope_swa_ = rope_;
     const auto base_swa = f.get_float(a + "rope.freq_base_swa");
-    if (base_swa || version == 3) rope_swa_.freq_base = static_cast<float>(base_swa.value_or(10000.0));
-    if (!(rope_swa_.freq_base > 0)) fail("{}: rope.freq_base_swa must be positive", f.path());
+    const float freq_base_swa =
+        base_swa || version == 3 ? static_cast<float>(base_swa.value_or(10000.0)) : c.rope_freq_base;
+    if (!(freq_base_swa > 0)) fail("{}: rope.freq_base_swa must be positive", f.path());
+    // gemma3's windowed layers are never scaled (llama.cpp: rope_freq_scale_train_swa 1): Gemma 3
+    // 4B-27B scale only their global layers (rope.scaling.type linear, factor 8).
+    rope_swa_ = rope_params(c, freq_base_swa, version == 3 ? 1.0f : c.rope_freq_scale);
 
     WeightLoader w(f);
     layers_.resize(c.n_layer);

@@ -230,8 +230,9 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
 
 // Gemma 3 4B-27B scale RoPE linearly (factor 8) on their global layers only: llama.cpp gives
 // gemma3's sliding-window layers their own base and a scale of 1. The synthetic file's blk.0 is
-// windowed and blk.1 global (pattern 2); with pattern 0 every layer is windowed.
-TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayers) {
+// windowed and blk.1 global (pattern 2); with pattern 0 every layer is windowed. An array-typed
+// pattern is not read (../shared/reference/README.md).
+TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) {
   std::string why;
   const std::string plain = synth(kFamilies[2], &why);
   if (plain.empty()) GTEST_SKIP() << why;
@@ -256,6 +257,16 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayers) {
   const auto windowed = logits_of(variant("windowed.gguf", true, false), 64);
   EXPECT_NE(windowed, base);
   EXPECT_EQ(logits_of(variant("windowed-scaled.gguf", true, true), 64), windowed) << "windowed layers are not scaled";
+  // An array-typed pattern is ignored (llama.cpp reads gemma3's as a number): the default, 6,
+  // windows both layers, as pattern 0 does.
+  const std::string array = rewrite(
+      *f, dir + "/array.gguf",
+      [](GgufWriter& w) {
+        w.add("gemma3.attention.sliding_window_pattern",
+              gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(false)}));
+      },
+      all);
+  EXPECT_EQ(logits_of(array, 64), windowed) << "an array pattern is ignored";
   std::filesystem::remove_all(dir);
 }
 

@@ -41,8 +41,11 @@ class GemmaModel : public Decoder {
     const GgufFile& f = *file_;
     const std::string a = c.arch + ".";
     // The default window pattern when the file has none (ModelConfig windows every layer then).
-    if (!c.layer_window.empty() && !f.find(a + "attention.sliding_window_pattern")) {
-      const int64_t n = version == 2 ? 2 : 6, w = c.layer_window[0];
+    // gemma3 reads the pattern as a number only (llama.cpp's get_key_or_arr into an integer): an
+    // array there is ignored without a word, and the default applies.
+    const GgufValue* pattern = f.find(a + "attention.sliding_window_pattern");
+    if (!c.layer_window.empty() && (!pattern || (version == 3 && pattern->type == GgufType::ARRAY))) {
+      const int64_t n = version == 2 ? 2 : 6, w = f.require_int(a + "attention.sliding_window");
       for (int64_t il = 0; il < c.n_layer; il++) config_.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(w) : 0;
     }
     const int64_t big = version == 2 ? 46 : 62;

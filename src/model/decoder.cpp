@@ -37,8 +37,13 @@ Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const
   tok_embd_ = w.matrix("token_embd.weight", config_.n_embd, config_.n_vocab);
   output_norm_ = w.vector("output_norm.weight", config_.n_embd);
   output_ = w.has("output.weight") ? w.matrix("output.weight", config_.n_embd, config_.n_vocab) : tok_embd_;
+  // A decode step reads every matrix once, but of a mixture's experts only the chosen ones (the
+  // active parameters).
   for (const GgufTensorInfo& t : f.tensors())
-    if (t.name != "token_embd.weight" || output_.data == tok_embd_.data) weight_bytes_ += t.n_bytes;
+    if (is_expert_tensor(config_, t))
+      weight_bytes_ += t.n_bytes / static_cast<size_t>(config_.n_expert) * static_cast<size_t>(config_.n_expert_used);
+    else if (t.name != "token_embd.weight" || output_.data == tok_embd_.data)
+      weight_bytes_ += t.n_bytes;
   LUMEN_ASSERT(options_.pool != nullptr);  // Model::load provides one
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
 }
@@ -65,6 +70,23 @@ void AttentionWeights::collect(std::vector<WeightMatrix*>& matrices,
                                std::vector<std::vector<const WeightMatrix*>>& multi) {
   for (WeightMatrix* m : {&wq, &wk, &wv, &wo}) matrices.push_back(m);
   multi.push_back({&wq, &wk, &wv});
+}
+
+void MoeFfn::load(const WeightLoader& w, const ModelConfig& c, int64_t i, int64_t ff) {
+  auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
+  router = w.matrix(n("ffn_gate_inp.weight"), c.n_embd, c.n_expert);
+  n_used = c.n_expert_used;
+  for (int64_t e = 0; e < c.n_expert; e++) {
+    gate.push_back(w.expert_matrix(n("ffn_gate_exps.weight"), c.n_embd, ff, c.n_expert, e));
+    up.push_back(w.expert_matrix(n("ffn_up_exps.weight"), c.n_embd, ff, c.n_expert, e));
+    down.push_back(w.expert_matrix(n("ffn_down_exps.weight"), ff, c.n_embd, c.n_expert, e));
+  }
+}
+
+void MoeFfn::collect(std::vector<WeightMatrix*>& matrices) {
+  matrices.push_back(&router);
+  for (size_t e = 0; e < gate.size(); e++)
+    for (WeightMatrix* m : {&gate[e], &up[e], &down[e]}) matrices.push_back(m);
 }
 
 RopeParams Decoder::rope_params(const ModelConfig& c) { return rope_params(c, c.rope_freq_base, c.rope_freq_scale); }

@@ -38,12 +38,18 @@ struct AttentionWeights {
 
 enum class GluActivation { SiLU, GeluTanh };
 
-// A mixture-of-experts FFN (qwen3moe): a router matrix (n_embd -> n_expert logits) and each
-// expert's gate/up/down matrices (row views of the file's 3-D expert tensors).
+// A mixture-of-experts FFN (qwen3moe, llama with experts: Mixtral): a router matrix (n_embd ->
+// n_expert logits) and each expert's gate/up/down matrices (row views of the file's 3-D expert
+// tensors).
 struct MoeFfn {
   WeightMatrix router;
   std::vector<WeightMatrix> gate, up, down;  // per expert
   int64_t n_used = 0;                        // experts per token
+
+  // blk.N.ffn_gate_inp and ffn_{gate,up,down}_exps, experts ff wide (the config's experts).
+  void load(const WeightLoader& w, const ModelConfig& c, int64_t layer, int64_t ff);
+  // Its matrices for Decoder::prepare (each its own job: moe_ffn groups the chosen ones).
+  void collect(std::vector<WeightMatrix*>& matrices);
 };
 
 class Decoder : public Model {

@@ -15,6 +15,7 @@ void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFa
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
   L.attn.load(w, c, i, traits.qkv_bias, traits.qk_norm);
   L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
+  if (traits.experts && c.n_expert > 0) return L.moe.load(w, c, i, c.n_ff);
   L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
   L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
   L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
@@ -47,12 +48,18 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
   // Q/K/V and gate/up run as matmul_multi() jobs, the output and down projections alone.
   std::vector<WeightMatrix*> matrices = {&output_};
   std::vector<std::vector<const WeightMatrix*>> multi;
+  std::vector<const MoeFfn*> moe;
   for (LlamaLayer& L : layers_) {
     L.attn.collect(matrices, multi);
+    if (!L.moe.gate.empty()) {
+      L.moe.collect(matrices);
+      moe.push_back(&L.moe);
+      continue;
+    }
     for (WeightMatrix* m : {&L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(m);
     multi.push_back({&L.w_gate, &L.w_up});
   }
-  prepare(matrices, multi);
+  prepare(matrices, multi, moe);
 }
 
 void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
@@ -66,6 +73,10 @@ void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
     attend(batch, kv, il, A, rope_, scale);
     project(A.wo, attn_.data(), c.q_dim(), nullptr);
     norm(L.ffn_norm, x_.data(), xn_.data());
+    if (!L.moe.gate.empty()) {
+      moe_ffn(L.moe);
+      continue;
+    }
     glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU);
     project(L.w_down, gate_.data(), c.n_ff, nullptr);
   }

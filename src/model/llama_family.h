@@ -1,5 +1,6 @@
 // The Llama family (llama, qwen2, qwen3, phi3): pre-norm blocks of RMSNorm -> grouped-query
-// self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN -> residual, written in
+// self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN (or a mixture of SwiGLU experts:
+// Mixtral) -> residual, written in
 // model/decoder.h's steps. Its architectures differ only in the traits below and in how their
 // tensors are named (their own file under model/arch/ says which).
 #pragma once
@@ -18,6 +19,7 @@ struct LlamaLayer {
   AttentionWeights attn;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
+  MoeFfn moe;  // in place of gate/up/down where the file has experts (LlamaFamilyTraits::experts)
 };
 
 struct LlamaFamilyTraits;
@@ -36,6 +38,10 @@ struct LlamaFamilyTraits {
   // false: `{arch}.attention.sliding_window` is read and ignored, every layer global (phi3, as
   // llama.cpp does it).
   bool sliding_window = true;
+  // true: with `{arch}.expert_count` > 0 every FFN is a mixture of experts (blk.N.ffn_gate_inp,
+  // ffn_{gate,up,down}_exps, feed_forward_length wide), routed as qwen3moe's (Decoder::moe_ffn):
+  // llama (Mixtral), as llama.cpp builds it. Elsewhere the key is not read for the FFN.
+  bool experts = false;
   LlamaLayerLoader load_layer = load_llama_layer;  // an architecture with other tensor names
 };
 

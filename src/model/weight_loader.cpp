@@ -37,7 +37,9 @@ WeightMatrix WeightLoader::expert_matrix(const std::string& name, int64_t n_in, 
                                          int64_t e) const {
   const GgufTensorInfo* t = file_.find_tensor(name);
   if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
-  if (t->n_dims != 3 || t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != n_expert)
+  // One expert's tensor may be stored 2-D (ggml writes no trailing dimension of 1).
+  const int64_t n_stored = t->n_dims == 3 ? t->ne[2] : t->n_dims == 2 ? 1 : 0;
+  if (t->n_dims < 2 || t->n_dims > 3 || t->ne[0] != n_in || t->ne[1] != n_out || n_stored != n_expert)
     fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", file_.path(), name, t->shape_string(), n_in, n_out,
          n_expert);
   const TypeTraits& tr = type_traits(t->type);

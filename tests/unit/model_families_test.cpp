@@ -270,5 +270,56 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) 
   std::filesystem::remove_all(dir);
 }
 
+// llama with `expert_count` (Mixtral) runs every FFN as a mixture of SwiGLU experts routed as
+// qwen3moe's (llama.cpp's build of llama). A dense file rewritten with two experts and a router of
+// zeros (equal probabilities: the lowest index wins a tie) must give the dense bits when expert 0
+// is the dense FFN, and also when both are and both are used (weights 1/2 each: exact); another
+// expert 0 changes them.
+TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
+  std::string why;
+  const std::string plain = synth(kFamilies[3], &why);  // llama (YaRN), 2 layers, F32
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const int64_t n_embd = f->require_int("llama.embedding_length");
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-llama-moe-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  // expert0 / expert1: "dense" (the file's F32 matrix) or "other" (the same negated).
+  auto mixture = [&](const std::string& name, int used, const char* expert0, const char* expert1, bool drop_up) {
+    return rewrite(
+        *f, dir + "/" + name,
+        [&](GgufWriter& w) {
+          w.set_uint32("llama.expert_count", 2);
+          w.set_uint32("llama.expert_used_count", static_cast<uint32_t>(used));
+        },
+        [&](const GgufTensorInfo& t, GgufWriter& w) {
+          const std::string n = t.name;
+          const size_t dot = n.rfind(".weight");
+          const std::string kind = dot == std::string::npos ? "" : n.substr(n.find('.', 4) + 1, dot - n.find('.', 4) - 1);
+          if (kind != "ffn_gate" && kind != "ffn_up" && kind != "ffn_down") return true;
+          const std::string layer = n.substr(0, n.find('.', 4));
+          if (kind == "ffn_gate")
+            w.add_tensor(layer + ".ffn_gate_inp.weight", GgmlType::F32, {n_embd, 2},
+                         std::vector<uint8_t>(static_cast<size_t>(n_embd) * 2 * 4, 0));
+          if (kind == "ffn_up" && drop_up) return false;
+          std::vector<uint8_t> both;
+          for (const char* which : {expert0, expert1}) {
+            std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
+            if (std::string(which) == "other")
+              for (size_t b = 3; b < bytes.size(); b += 4) bytes[b] ^= 0x80;  // F32 sign bits
+            both.insert(both.end(), bytes.begin(), bytes.end());
+          }
+          w.add_tensor(layer + "." + kind + "_exps.weight", t.type, {t.ne[0], t.ne[1], 2}, std::move(both));
+          return false;
+        });
+  };
+  const auto dense = logits_of(plain, 64);
+  EXPECT_EQ(logits_of(mixture("first.gguf", 1, "dense", "other", false), 64), dense) << "expert 0 wins the tie";
+  EXPECT_EQ(logits_of(mixture("both.gguf", 2, "dense", "dense", false), 64), dense) << "two halves of the same FFN";
+  EXPECT_NE(logits_of(mixture("second.gguf", 1, "other", "dense", false), 64), dense) << "expert 0 is the first slice";
+  const std::string err = load_error(mixture("no-up.gguf", 1, "dense", "dense", true));
+  EXPECT_NE(err.find("blk.0.ffn_up_exps.weight"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lumen

@@ -9,6 +9,7 @@ std::unique_ptr<Model> make_llama_model(std::shared_ptr<const GgufFile> file, co
   traits.rope_style = RopeStyle::Adjacent;
   traits.qkv_bias = false;
   traits.qk_norm = false;
+  traits.experts = true;  // Mixtral: llama with expert_count
   return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
 }
 

@@ -30,7 +30,7 @@ class Qwen3MoeModel : public Decoder {
     const std::string a = config_.arch + ".";
     f.require_int(a + "expert_count");  // ModelConfig read and checked them; here they must be there
     f.require_int(a + "expert_used_count");
-    const int64_t n_expert = config_.n_expert, n_used = config_.n_expert_used;
+    const int64_t n_expert = config_.n_expert;
     const int64_t ff = f.require_int(a + "expert_feed_forward_length");
     if (n_expert < 1) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, n_expert);
     if (ff < 1 || ff > (int64_t{1} << 20))
@@ -48,27 +48,13 @@ class Qwen3MoeModel : public Decoder {
       auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
       L.attn.load(w, c, i, /*biases=*/false, /*qk_norms=*/true);
       L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
-      L.moe.router = w.matrix(n("ffn_gate_inp.weight"), c.n_embd, n_expert);
-      L.moe.n_used = n_used;
-      for (int64_t e = 0; e < n_expert; e++) {
-        L.moe.gate.push_back(w.expert_matrix(n("ffn_gate_exps.weight"), c.n_embd, ff, n_expert, e));
-        L.moe.up.push_back(w.expert_matrix(n("ffn_up_exps.weight"), c.n_embd, ff, n_expert, e));
-        L.moe.down.push_back(w.expert_matrix(n("ffn_down_exps.weight"), ff, c.n_embd, n_expert, e));
-      }
+      L.moe.load(w, c, i, ff);
       L.attn.collect(matrices, multi);
-      matrices.push_back(&L.moe.router);
-      for (int64_t e = 0; e < n_expert; e++)
-        for (WeightMatrix* m : {&L.moe.gate[e], &L.moe.up[e], &L.moe.down[e]}) matrices.push_back(m);
+      L.moe.collect(matrices);
     }
     std::vector<const MoeFfn*> moe;
     for (const Qwen3MoeLayer& L : layers_) moe.push_back(&L.moe);
     prepare(matrices, multi, moe);
-    // A decode step reads the attention weights and only the chosen experts' (the active
-    // parameters), not all of them.
-    size_t all_experts = 0;
-    for (const GgufTensorInfo& t : f.tensors())
-      if (is_expert_tensor(c, t)) all_experts += t.n_bytes;
-    weight_bytes_ = weight_bytes_ - all_experts + all_experts / static_cast<size_t>(n_expert) * static_cast<size_t>(n_used);
   }
 
  private:

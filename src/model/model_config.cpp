@@ -86,8 +86,9 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   if (c.rope_dims <= 0 || c.rope_dims > c.head_dim_k || c.rope_dims % 2 != 0 || c.rope_dims > 1024)
     fail("{}: rope.dimension_count {} is invalid for head dim {}", f.path(), c.rope_dims, c.head_dim_k);
   c.rope_style = rope_style;
-  const std::string scaling(f.get_string(a + "rope.scaling.type").value_or("none"));
   const double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
+  // llama.cpp reads a missing type as "linear": a factor alone scales linearly.
+  const std::string scaling(f.get_string(a + "rope.scaling.type").value_or(factor > 0 ? "linear" : "none"));
   c.rope_attn_factor = static_cast<float>(f.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
   if (!(c.rope_attn_factor > 0)) fail("{}: rope.scaling.attn_factor must be positive", f.path());
   // LongRoPE (Phi-3 128k, Phi-4-mini): per-pair factor tensors, often without a scaling type.

@@ -321,5 +321,31 @@ TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
   std::filesystem::remove_all(dir);
 }
 
+// llama.cpp reads a missing rope.scaling.type as "linear": rope.scaling.factor alone scales, as
+// the type and factor together do.
+TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
+  std::string why;
+  const std::string plain = synth(kFamilies[0], &why);  // phi3: no scaling keys
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-rope-factor-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+  auto scaled = [&](const std::string& name, const char* type) {
+    return rewrite(
+        *f, dir + "/" + name,
+        [&](GgufWriter& w) {
+          if (type) w.set_string("phi3.rope.scaling.type", type);
+          w.set_float32("phi3.rope.scaling.factor", 2.0f);
+        },
+        all);
+  };
+  const auto linear = logits_of(scaled("linear.gguf", "linear"), 64);
+  EXPECT_NE(linear, logits_of(plain, 64));
+  EXPECT_EQ(logits_of(scaled("bare.gguf", nullptr), 64), linear);
+  EXPECT_EQ(logits_of(scaled("none.gguf", "none"), 64), logits_of(plain, 64)) << "type none never scales";
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lumen

@@ -347,5 +347,39 @@ TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   std::filesystem::remove_all(dir);
 }
 
+// gemma2 as llama.cpp reads it: a window of 4096 when the file names none, on every second
+// layer; an array-typed pattern is ignored (the default pattern applies), as for gemma3.
+TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
+  std::string why;
+  const std::string plain = synth(kFamilies[1], &why);  // gemma2, window 32, no pattern key
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-gemma2-window-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+  auto windows = [](const std::string& path) {
+    ModelOptions opt;
+    opt.n_threads = 1;
+    opt.n_ctx_seq = 64;
+    return Model::load(GgufFile::open(path), opt)->config().layer_window;
+  };
+  EXPECT_EQ(windows(plain), (std::vector<int32_t>{32, 0}));
+  const std::string bare =
+      rewrite(*f, dir + "/bare.gguf", [](GgufWriter& w) { w.remove("gemma2.attention.sliding_window"); }, all);
+  EXPECT_EQ(windows(bare), (std::vector<int32_t>{4096, 0}));
+  const std::string array = rewrite(
+      *f, dir + "/array.gguf",
+      [](GgufWriter& w) {
+        w.add("gemma2.attention.sliding_window_pattern",
+              gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(true)}));
+      },
+      all);
+  EXPECT_EQ(windows(array), (std::vector<int32_t>{32, 0}));
+  const std::string number =
+      rewrite(*f, dir + "/number.gguf", [](GgufWriter& w) { w.set_uint32("gemma2.attention.sliding_window_pattern", 0); }, all);
+  EXPECT_EQ(windows(number), (std::vector<int32_t>{32, 32}));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lumen

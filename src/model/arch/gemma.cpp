@@ -8,7 +8,7 @@
 // 46 layers for gemma2, 62 for gemma3) and scores not scaled again; gemma2 soft-caps the scores
 // (50 tanh(s / 50)), gemma3 RMS-normalises Q and K per head before RoPE. Sliding windows on some
 // layers: without a `sliding_window_pattern` key, every second layer (gemma2: blk.0, blk.2, ...)
-// or five of every six (gemma3). gemma3's windowed layers use `rope.freq_base_swa` (default
+// or five of every six (gemma3); gemma2's window is 4096 when the file names none. gemma3's windowed layers use `rope.freq_base_swa` (default
 // 10000) and no linear RoPE scaling (the global layers take the file's), gemma2's that key if
 // present, else `rope.freq_base`, scaled as the global ones. The norm weights are used as stored
 // (the converter already added Gemma's 1).
@@ -26,6 +26,8 @@ namespace lumen {
 
 namespace {
 
+constexpr int64_t kGemma2Window = 4096;  // llama.cpp's gemma2 window when the file names none
+
 struct GemmaLayer {
   AttentionWeights attn;  // gemma3: with per-head Q/K norms
   const float* post_attention_norm = nullptr;
@@ -40,13 +42,19 @@ class GemmaModel : public Decoder {
     const ModelConfig& c = config_;
     const GgufFile& f = *file_;
     const std::string a = c.arch + ".";
-    // The default window pattern when the file has none (ModelConfig windows every layer then).
-    // gemma3 reads the pattern as a number only (llama.cpp's get_key_or_arr into an integer): an
-    // array there is ignored without a word, and the default applies.
+    // The window as llama.cpp reads it: without `attention.sliding_window` gemma2's is 4096 (its
+    // default) and gemma3 has none. The default pattern (gemma2 every second layer, gemma3 five of
+    // six) where the file has no pattern; both read the pattern as a number only (get_key_or_arr
+    // into an integer), so an array there is ignored without a word and the default applies.
+    // Otherwise ModelConfig's windows stand.
     const GgufValue* pattern = f.find(a + "attention.sliding_window_pattern");
-    if (!c.layer_window.empty() && (!pattern || (version == 3 && pattern->type == GgufType::ARRAY))) {
-      const int64_t n = version == 2 ? 2 : 6, w = f.require_int(a + "attention.sliding_window");
-      for (int64_t il = 0; il < c.n_layer; il++) config_.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(w) : 0;
+    const bool window_key = f.find(a + "attention.sliding_window") != nullptr;
+    const int64_t window = !window_key ? (version == 2 ? kGemma2Window : 0)
+                                       : c.layer_window.empty() ? 0 : f.require_int(a + "attention.sliding_window");
+    if (window > 0 && (!window_key || !pattern || pattern->type == GgufType::ARRAY)) {
+      const int64_t n = version == 2 ? 2 : 6;
+      config_.layer_window.assign(static_cast<size_t>(c.n_layer), 0);
+      for (int64_t il = 0; il < c.n_layer; il++) config_.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(window) : 0;
     }
     const int64_t big = version == 2 ? 46 : 62;
     q_scale_ = 1.0f / std::sqrt(static_cast<float>(c.n_layer == big ? c.n_embd / c.n_head : c.head_dim_k));

@@ -30,7 +30,7 @@ double matrix_flops(const WeightMatrix& w, int64_t n) {
 Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const ModelOptions& options)
     : Model(std::move(file), std::move(config), options) {
   const GgufFile& f = *file_;
-  WeightLoader w(f);
+  WeightLoader w = weights();
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (!embd) fail("{}: missing tensor 'token_embd.weight'", f.path());
   if (config_.n_vocab == 0) config_.n_vocab = embd->ne[1];
@@ -48,17 +48,22 @@ Decoder::Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const
   if (options_.n_batch < 1) fail("n_batch must be at least 1");
 }
 
-void AttentionWeights::load(const WeightLoader& w, const ModelConfig& c, int64_t i, bool biases, bool qk_norms) {
+void AttentionWeights::load(const WeightLoader& w, const ModelConfig& c, int64_t i, Biases biases, bool qk_norms) {
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
   norm = w.vector(n("attn_norm.weight"), c.n_embd);
   wq = w.matrix(n("attn_q.weight"), c.n_embd, c.q_dim());
   wk = w.matrix(n("attn_k.weight"), c.n_embd, c.kv_dim_k());
   wv = w.matrix(n("attn_v.weight"), c.n_embd, c.kv_dim_v());
   wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
-  if (biases) {
+  if (biases == Biases::Required) {
     bq = w.vector(n("attn_q.bias"), c.q_dim());
     bk = w.vector(n("attn_k.bias"), c.kv_dim_k());
     bv = w.vector(n("attn_v.bias"), c.kv_dim_v());
+  } else if (biases == Biases::Optional) {
+    bq = w.optional_vector(n("attn_q.bias"), c.q_dim());
+    bk = w.optional_vector(n("attn_k.bias"), c.kv_dim_k());
+    bv = w.optional_vector(n("attn_v.bias"), c.kv_dim_v());
+    bo = w.optional_vector(n("attn_output.bias"), c.n_embd);
   }
   if (qk_norms) {
     q_norm = w.vector(n("attn_q_norm.weight"), c.head_dim_k);
@@ -109,6 +114,11 @@ RopeParams Decoder::rope_params(const ModelConfig& c, float freq_base, float fre
 void Decoder::prepare(const std::vector<WeightMatrix*>& matrices,
                       const std::vector<std::vector<const WeightMatrix*>>& multi, const std::vector<const MoeFfn*>& moe) {
   const ModelConfig& c = config_;
+  for (const GgufTensorInfo& t : file_->tensors())
+    if (!used_tensors_.count(t.name))
+      fail("{}: tensor '{}' is not used by architecture '{}' ({} of the file's {} tensors are): lumen does not "
+           "compute with it (llama.cpp refuses such a file too)",
+           file_->path(), t.name, c.arch, used_tensors_.size(), file_->tensors().size());
   const int64_t nb = options_.n_batch;
   // Choose each matrix's kernel for this CPU and repack its weights, once.
   const Isa isa = active_isa();
@@ -320,11 +330,9 @@ struct Decoder::HeadPrep {
     float* q = &d.q_[t * c.q_dim() + hk * group * dk];
     float* k = &d.k_[t * c.kv_dim_k() + hk * dk];
     float* v = &d.v_[t * c.kv_dim_v() + hk * dv];
-    if (a.bq) {
-      vec_add(q, a.bq + hk * group * dk, q, group * dk);
-      vec_add(k, a.bk + hk * dk, k, dk);
-      vec_add(v, a.bv + hk * dv, v, dv);
-    }
+    if (a.bq) vec_add(q, a.bq + hk * group * dk, q, group * dk);
+    if (a.bk) vec_add(k, a.bk + hk * dk, k, dk);
+    if (a.bv) vec_add(v, a.bv + hk * dv, v, dv);
     if (a.q_norm) {
       for (int64_t h = 0; h < group; h++) rms_norm(q + h * dk, a.q_norm, q + h * dk, dk, c.rms_eps);
       rms_norm(k, a.k_norm, k, dk, c.rms_eps);
@@ -396,16 +404,20 @@ std::pair<double, double> Decoder::attention_work(const Batch& batch, const KvSt
   return {positions * static_cast<double>(c.n_head_kv) * head_bytes, flops};
 }
 
-void Decoder::project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm) {
+void Decoder::project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* bias,
+                      const float* post_norm) {
   const int64_t d = config_.n_embd;
   StepTimer timer(profile_, in == attn_.data() ? Step::AttnOutput : Step::FfnDown);
   if (timer.active()) timer.set_work(matrix_bytes(w), matrix_flops(w, n_));
   matmul(w, in, ld_in, n_, out_.data(), d, scratch_.data(), pool());
+  if (bias)
+    for (int64_t t = 0; t < n_; t++) vec_add(&out_[t * d], bias, &out_[t * d], d);
   if (post_norm) norm_rows(post_norm, out_.data(), out_.data());
   vec_add(x_.data(), out_.data(), x_.data(), n_ * d);
 }
 
-void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act) {
+void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act, const float* b_gate,
+                      const float* b_up) {
   const int64_t ff = config_.n_ff;
   StepTimer timer(profile_, Step::FfnGateUp);
   if (timer.active())
@@ -414,6 +426,8 @@ void Decoder::glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluA
   matmul_multi(outs, 2, xn_.data(), config_.n_embd, n_, scratch_.data(), pool());
   pool().parallel_for(n_, 1, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
+      if (b_gate) vec_add(&gate_[t * ff], b_gate, &gate_[t * ff], ff);
+      if (b_up) vec_add(&up_[t * ff], b_up, &up_[t * ff], ff);
       if (act == GluActivation::SiLU) swiglu(&gate_[t * ff], &up_[t * ff], &gate_[t * ff], ff);
       else geglu(&gate_[t * ff], &up_[t * ff], &gate_[t * ff], ff);
     }

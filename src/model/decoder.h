@@ -18,20 +18,27 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/model.h"
+#include "model/weight_loader.h"
 
 namespace lumen {
 
 class WeightLoader;
 
+// Which biases an architecture's projections take: none; the ones it always has (qwen2's Q, K
+// and V); or any the file holds, each on its own (llama: Q, K, V, output and the FFN's, as
+// llama.cpp loads them when present).
+enum class Biases { None, Required, Optional };
+
 // The attention block's weights under the common tensor names (blk.N.attn_norm, attn_q, attn_k,
-// attn_v, attn_output; attn_q/k/v.bias, attn_q_norm, attn_k_norm when asked for).
+// attn_v, attn_output; attn_q/k/v/output.bias, attn_q_norm, attn_k_norm when asked for).
 struct AttentionWeights {
   const float* norm = nullptr;
   WeightMatrix wq, wk, wv, wo;
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // qwen2
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // qwen2; llama where present
+  const float* bo = nullptr;                                // llama where present
   const float *q_norm = nullptr, *k_norm = nullptr;         // qwen3, gemma3, qwen3moe
 
-  void load(const WeightLoader& w, const ModelConfig& c, int64_t layer, bool biases, bool qk_norms);
+  void load(const WeightLoader& w, const ModelConfig& c, int64_t layer, Biases biases, bool qk_norms);
   // Its matrices for Decoder::prepare, Q/K/V as one matmul_multi group.
   void collect(std::vector<WeightMatrix*>& matrices, std::vector<std::vector<const WeightMatrix*>>& multi);
 };
@@ -61,11 +68,17 @@ class Decoder : public Model {
   // Loads token_embd, output_norm and output (token_embd when the file has no output matrix).
   Decoder(std::shared_ptr<const GgufFile> file, ModelConfig config, const ModelOptions& options);
 
+  // The loader every architecture fetches its tensors with: prepare() refuses a file holding a
+  // tensor none of them fetched (as llama.cpp does: "wrong number of tensors"), so a tensor the
+  // architecture does not compute with (a bias, an extra norm) is never silently dropped.
+  WeightLoader weights() { return WeightLoader(*file_, &used_tensors_); }
+
   // The architecture's pass over the layers, after validation and before the logits: reads and
   // updates x_ (n tokens x n_embd), embedded already.
   virtual void layers(const Batch& batch, KvStorage& kv) = 0;
   // Chooses every matrix's kernel and sizes the workspace (call once, at the end of the
-  // architecture's constructor): `multi` lists the matrix groups run as one matmul_multi job.
+  // architecture's constructor, after every tensor was fetched through weights(); a tensor that
+  // was not is an error naming it): `multi` lists the matrix groups run as one matmul_multi job.
   // `moe` lists the mixture FFNs whose buffers moe_ffn() needs.
   void prepare(const std::vector<WeightMatrix*>& matrices, const std::vector<std::vector<const WeightMatrix*>>& multi,
                const std::vector<const MoeFfn*>& moe = {});
@@ -85,10 +98,11 @@ class Decoder : public Model {
   // job where its tiles allow (a decode step: kernels/attention.h, AttentionPrepare).
   void attend(const Batch& batch, KvStorage& kv, int64_t layer, const AttentionWeights& a, const RopeParams& rot,
               float scale, float softcap = 0.0f, float q_scale = 1.0f);
-  // x_ += post_norm(w * in) (post_norm null: no norm), in with row stride ld_in.
-  void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* post_norm);
-  // gate_ = act(w_gate * xn_) * (w_up * xn_).
-  void glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act);
+  // x_ += post_norm(w * in + bias) (bias, post_norm null: none), in with row stride ld_in.
+  void project(const WeightMatrix& w, const float* in, int64_t ld_in, const float* bias, const float* post_norm);
+  // gate_ = act(w_gate * xn_ + b_gate) * (w_up * xn_ + b_up) (null biases: none).
+  void glu_ffn(const WeightMatrix& w_gate, const WeightMatrix& w_up, GluActivation act,
+               const float* b_gate = nullptr, const float* b_up = nullptr);
   // x_ += the MoE FFN of xn_, routed as llama.cpp does for qwen3moe: p = softmax(router * xn)
   // over all experts, the n_used largest p chosen, their weights p / sum (the sum at least
   // 6.103515625e-5), output = sum over the chosen, in order of p, of w * down(silu(gate x) *
@@ -105,6 +119,8 @@ class Decoder : public Model {
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, out_;
 
  private:
+  std::unordered_set<std::string> used_tensors_;  // fetched through weights()
+
   void validate(const Batch& batch, const KvStorage& kv);
   void logits(const Batch& batch, float* logits);
   void norm_rows(const float* w, const float* in, float* out);  // norm() without its profile entry

@@ -13,12 +13,17 @@ namespace lumen {
 void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFamilyTraits& traits, int64_t i,
                       LlamaLayer& L) {
   auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-  L.attn.load(w, c, i, traits.qkv_bias, traits.qk_norm);
+  L.attn.load(w, c, i, traits.biases, traits.qk_norm);
   L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
   if (traits.experts && c.n_expert > 0) return L.moe.load(w, c, i, c.n_ff);
   L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
   L.w_up = w.matrix(n("ffn_up.weight"), c.n_embd, c.n_ff);
   L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
+  if (traits.biases == Biases::Optional) {
+    L.b_gate = w.optional_vector(n("ffn_gate.bias"), c.n_ff);
+    L.b_up = w.optional_vector(n("ffn_up.bias"), c.n_ff);
+    L.b_down = w.optional_vector(n("ffn_down.bias"), c.n_embd);
+  }
 }
 
 LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
@@ -26,7 +31,7 @@ LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const M
     : Decoder(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
   if (!traits_.sliding_window) config_.layer_window.clear();
   const ModelConfig& c = config_;
-  WeightLoader w(*file_);
+  WeightLoader w = weights();
   // Per-pair RoPE divisors: Llama 3's rope_freqs, or LongRoPE's (Phi-3 128k, Phi-4-mini), as
   // llama.cpp chooses them: the long factors when a sequence may hold more tokens than the
   // original context (c.rope_n_ctx_orig), else the short ones. Their attention factor is
@@ -71,14 +76,14 @@ void LlamaFamilyModel::layers(const Batch& batch, KvStorage& kv) {
     norm(A.norm, x_.data(), xn_.data());
     qkv(A.wq, A.wk, A.wv);
     attend(batch, kv, il, A, rope_, scale);
-    project(A.wo, attn_.data(), c.q_dim(), nullptr);
+    project(A.wo, attn_.data(), c.q_dim(), A.bo, nullptr);
     norm(L.ffn_norm, x_.data(), xn_.data());
     if (!L.moe.gate.empty()) {
       moe_ffn(L.moe);
       continue;
     }
-    glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU);
-    project(L.w_down, gate_.data(), c.n_ff, nullptr);
+    glu_ffn(L.w_gate, L.w_up, GluActivation::SiLU, L.b_gate, L.b_up);
+    project(L.w_down, gate_.data(), c.n_ff, L.b_down, nullptr);
   }
 }
 

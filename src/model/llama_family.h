@@ -19,6 +19,7 @@ struct LlamaLayer {
   AttentionWeights attn;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
+  const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;  // Biases::Optional, where present
   MoeFfn moe;  // in place of gate/up/down where the file has experts (LlamaFamilyTraits::experts)
 };
 
@@ -33,7 +34,7 @@ void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFa
 
 struct LlamaFamilyTraits {
   RopeStyle rope_style = RopeStyle::Adjacent;
-  bool qkv_bias = false;  // qwen2: biases on Q, K, V
+  Biases biases = Biases::None;  // qwen2: Required (Q, K, V); llama: Optional (any of Q, K, V, output, FFN)
   bool qk_norm = false;   // qwen3: RMSNorm over each head of Q and K before RoPE
   // false: `{arch}.attention.sliding_window` is read and ignored, every layer global (phi3, as
   // llama.cpp does it).

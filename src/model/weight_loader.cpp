@@ -7,9 +7,15 @@ namespace lumen {
 
 bool WeightLoader::has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 
-WeightMatrix WeightLoader::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+const GgufTensorInfo& WeightLoader::get(const std::string& name) const {
   const GgufTensorInfo* t = file_.find_tensor(name);
   if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  if (used_) used_->insert(name);
+  return *t;
+}
+
+WeightMatrix WeightLoader::matrix(const std::string& name, int64_t n_in, int64_t n_out) const {
+  const GgufTensorInfo* t = &get(name);
   if (t->n_dims > 2 || t->ne[0] != n_in || t->ne[1] != n_out)
     fail("{}: tensor '{}' has shape {}, expected [{}, {}]", file_.path(), name, t->shape_string(), n_in, n_out);
   const TypeTraits& tr = type_traits(t->type);
@@ -35,8 +41,7 @@ WeightMatrix WeightLoader::matrix_rows(const std::string& name, int64_t n_in, in
 
 WeightMatrix WeightLoader::expert_matrix(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert,
                                          int64_t e) const {
-  const GgufTensorInfo* t = file_.find_tensor(name);
-  if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  const GgufTensorInfo* t = &get(name);
   // One expert's tensor may be stored 2-D (ggml writes no trailing dimension of 1).
   const int64_t n_stored = t->n_dims == 3 ? t->ne[2] : t->n_dims == 2 ? 1 : 0;
   if (t->n_dims < 2 || t->n_dims > 3 || t->ne[0] != n_in || t->ne[1] != n_out || n_stored != n_expert)
@@ -56,8 +61,7 @@ WeightMatrix WeightLoader::expert_matrix(const std::string& name, int64_t n_in, 
 }
 
 const float* WeightLoader::vector(const std::string& name, int64_t n) const {
-  const GgufTensorInfo* t = file_.find_tensor(name);
-  if (!t) fail("{}: missing tensor '{}'", file_.path(), name);
+  const GgufTensorInfo* t = &get(name);
   if (t->n_elements() != n || t->ne[0] != n)
     fail("{}: tensor '{}' has shape {}, expected [{}]", file_.path(), name, t->shape_string(), n);
   if (t->type != GgmlType::F32)

@@ -4,16 +4,21 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 
 #include "kernels/matmul.h"
 
 namespace lumen {
 
 class GgufFile;
+struct GgufTensorInfo;
 
+// `used`, where given, collects the name of every tensor fetched (Decoder refuses a file with
+// tensors its architecture never reads).
 class WeightLoader {
  public:
-  explicit WeightLoader(const GgufFile& file) : file_(file) {}
+  explicit WeightLoader(const GgufFile& file, std::unordered_set<std::string>* used = nullptr)
+      : file_(file), used_(used) {}
 
   bool has(const std::string& name) const;
   // A 2-D matrix of n_out rows of n_in; its type must support matmul.
@@ -31,7 +36,10 @@ class WeightLoader {
   }
 
  private:
+  const GgufTensorInfo& get(const std::string& name) const;  // fails naming a missing one
+
   const GgufFile& file_;
+  std::unordered_set<std::string>* used_;
 };
 
 }  // namespace lumen

@@ -1,11 +1,14 @@
-// Every architecture's loader refuses a file with a missing or misshapen tensor, or a wrong key,
-// with an error naming it; an unknown architecture names itself and the known ones. The files
-// are the synthetic references' (../shared/tools/synth_gguf.py), rewritten with one change.
+// Every architecture's loader refuses a file with a missing, misshapen or unused tensor, or a
+// wrong key, with an error naming it; an unknown architecture names itself and the known ones.
+// The files are the synthetic references' (../shared/tools/synth_gguf.py), rewritten with one
+// change.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -110,6 +113,14 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
     err = load_error(short_path);
     EXPECT_NE(err.find(fam.tensor), std::string::npos) << err;
     EXPECT_NE(err.find("shape"), std::string::npos) << err;
+    // A tensor the architecture does not compute with (here a LayerNorm bias, which no RMSNorm
+    // architecture reads) is refused by name, never silently dropped.
+    const std::string extra = rewrite(*f, dir + "/extra.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
+      if (t.name == fam.tensor) w.add_tensor("blk.0.attn_norm.bias", GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
+      return true;
+    });
+    err = load_error(extra);
+    EXPECT_NE(err.find("'blk.0.attn_norm.bias' is not used"), std::string::npos) << err;
     // An architecture lumen does not know.
     const std::string unknown = rewrite(
         *f, dir + "/unknown.gguf", [](GgufWriter& w) { w.set_string("general.architecture", "gemma9"); },
@@ -378,6 +389,93 @@ TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
   const std::string number =
       rewrite(*f, dir + "/number.gguf", [](GgufWriter& w) { w.set_uint32("gemma2.attention.sliding_window_pattern", 0); }, all);
   EXPECT_EQ(windows(number), (std::vector<int32_t>{32, 32}));
+  std::filesystem::remove_all(dir);
+}
+
+// llama takes any bias the file holds, each on its own, as llama.cpp loads them: Q, K, V, the
+// output projection's and the FFN's. Zero biases change nothing; a V bias b passes through the
+// softmax (its weights sum to 1) and so equals an output bias of W_o times b per head.
+TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
+  std::string why;
+  const std::string plain = synth(kFamilies[3], &why);  // llama (YaRN), 2 layers, F32
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const int64_t d = f->require_int("llama.embedding_length"), ff = f->require_int("llama.feed_forward_length");
+  const int64_t dk = f->require_int("llama.attention.key_length");
+  const int64_t q_dim = f->require_int("llama.attention.head_count") * dk;
+  const int64_t kv_dim = f->require_int("llama.attention.head_count_kv") * dk;
+  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-llama-bias-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto floats = [](const std::vector<float>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  // biases: name (after "blk.N.") -> values, added to every layer.
+  auto with = [&](const std::string& name, const std::map<std::string, std::vector<float>>& biases) {
+    return rewrite(
+        *f, dir + "/" + name, [](GgufWriter&) {},
+        [&](const GgufTensorInfo& t, GgufWriter& w) {
+          if (t.name.rfind("blk.", 0) == 0 && t.name.find(".attn_norm.weight") != std::string::npos) {
+            const std::string layer = t.name.substr(0, t.name.find(".attn_norm"));
+            for (const auto& [b, v] : biases)
+              w.add_tensor(layer + "." + b, GgmlType::F32, {static_cast<int64_t>(v.size())}, floats(v));
+          }
+          return true;
+        });
+  };
+  auto zeros = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n), 0.0f); };
+  const auto base = logits_of(plain, 64);
+  EXPECT_EQ(logits_of(with("zero.gguf", {{"attn_q.bias", zeros(q_dim)},
+                                         {"attn_k.bias", zeros(kv_dim)},
+                                         {"attn_v.bias", zeros(kv_dim)},
+                                         {"attn_output.bias", zeros(d)},
+                                         {"ffn_gate.bias", zeros(ff)},
+                                         {"ffn_up.bias", zeros(ff)},
+                                         {"ffn_down.bias", zeros(d)}}),
+                      64),
+            base);
+  std::vector<float> bv(static_cast<size_t>(kv_dim));
+  for (size_t j = 0; j < bv.size(); j++) bv[j] = 0.05f * static_cast<float>(static_cast<int>(j % 7) - 3);
+  // The V bias goes into layer 0 only, and its image under layer 0's W_o into its output bias.
+  const GgufTensorInfo* wo = f->find_tensor("blk.0.attn_output.weight");
+  ASSERT_TRUE(wo && wo->type == GgmlType::F32);
+  std::vector<float> bo(static_cast<size_t>(d), 0.0f);
+  for (int64_t r = 0; r < d; r++) {
+    double acc = 0.0;
+    for (int64_t j = 0; j < q_dim; j++) {
+      float w;
+      std::memcpy(&w, wo->data + (r * q_dim + j) * 4, 4);
+      acc += static_cast<double>(w) * bv[static_cast<size_t>(j % kv_dim)];
+    }
+    bo[static_cast<size_t>(r)] = static_cast<float>(acc);
+  }
+  auto layer0 = [&](const std::string& name, const std::string& bias, const std::vector<float>& v) {
+    return rewrite(
+        *f, dir + "/" + name, [](GgufWriter&) {},
+        [&](const GgufTensorInfo& t, GgufWriter& w) {
+          if (t.name == "blk.0.attn_norm.weight")
+            w.add_tensor("blk.0." + bias, GgmlType::F32, {static_cast<int64_t>(v.size())}, floats(v));
+          return true;
+        });
+  };
+  const auto via_v = logits_of(layer0("v.gguf", "attn_v.bias", bv), 64);
+  const auto via_o = logits_of(layer0("o.gguf", "attn_output.bias", bo), 64);
+  EXPECT_NE(via_v, base);
+  ASSERT_EQ(via_v.size(), via_o.size());
+  // The same up to the F16 cache's rounding of V + b against V: a small part of the bias's effect.
+  float worst = 0.0f, effect = 0.0f;
+  for (size_t i = 0; i < via_v.size(); i++) {
+    worst = std::max(worst, std::fabs(via_v[i] - via_o[i]));
+    effect = std::max(effect, std::fabs(via_v[i] - base[i]));
+  }
+  EXPECT_LT(worst, 0.02f * effect) << "effect " << effect;
+  EXPECT_NE(logits_of(layer0("gate.gguf", "ffn_gate.bias", std::vector<float>(static_cast<size_t>(ff), 0.1f)), 64),
+            base);
+  EXPECT_NE(logits_of(layer0("up.gguf", "ffn_up.bias", std::vector<float>(static_cast<size_t>(ff), 0.1f)), 64), base);
+  // A misshapen optional bias is still an error naming it.
+  const std::string err = load_error(layer0("bad.gguf", "ffn_down.bias", zeros(d - 1)));
+  EXPECT_NE(err.find("blk.0.ffn_down.bias"), std::string::npos) << err;
   std::filesystem::remove_all(dir);
 }
 

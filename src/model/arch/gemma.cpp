@@ -75,14 +75,14 @@ class GemmaModel : public Decoder {
     // 4B-27B scale only their global layers (rope.scaling.type linear, factor 8).
     rope_swa_ = rope_params(c, freq_base_swa, version == 3 ? 1.0f : c.rope_freq_scale);
 
-    WeightLoader w(f);
+    WeightLoader w = weights();
     layers_.resize(c.n_layer);
     std::vector<WeightMatrix*> matrices = {&output_};
     std::vector<std::vector<const WeightMatrix*>> multi;
     for (int64_t i = 0; i < c.n_layer; i++) {
       GemmaLayer& L = layers_[i];
       auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-      L.attn.load(w, c, i, /*biases=*/false, /*qk_norms=*/version == 3);
+      L.attn.load(w, c, i, Biases::None, /*qk_norms=*/version == 3);
       L.post_attention_norm = w.vector(n("post_attention_norm.weight"), c.n_embd);
       L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
       L.w_gate = w.matrix(n("ffn_gate.weight"), c.n_embd, c.n_ff);
@@ -105,10 +105,10 @@ class GemmaModel : public Decoder {
       norm(A.norm, x_.data(), xn_.data());
       qkv(A.wq, A.wk, A.wv);
       attend(batch, kv, il, A, c.window(il) > 0 ? rope_swa_ : rope_, 1.0f, attn_softcap_, q_scale_);
-      project(A.wo, attn_.data(), c.q_dim(), L.post_attention_norm);
+      project(A.wo, attn_.data(), c.q_dim(), nullptr, L.post_attention_norm);
       norm(L.ffn_norm, x_.data(), xn_.data());
       glu_ffn(L.w_gate, L.w_up, GluActivation::GeluTanh);
-      project(L.w_down, gate_.data(), c.n_ff, L.post_ffw_norm);
+      project(L.w_down, gate_.data(), c.n_ff, nullptr, L.post_ffw_norm);
     }
   }
 

@@ -7,7 +7,7 @@ namespace lumen {
 std::unique_ptr<Model> make_llama_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::Adjacent;
-  traits.qkv_bias = false;
+  traits.biases = Biases::Optional;
   traits.qk_norm = false;
   traits.experts = true;  // Mixtral: llama with expert_count
   return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);

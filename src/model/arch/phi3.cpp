@@ -28,7 +28,7 @@ void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFam
     A.wv = w.matrix_rows(n("attn_qkv.weight"), c.n_embd, rows, c.q_dim() + c.kv_dim_k(), c.kv_dim_v());
     A.wo = w.matrix(n("attn_output.weight"), c.q_dim(), c.n_embd);
   } else {  // as llama.cpp, separate Q, K and V are accepted too
-    A.load(w, c, i, false, false);
+    A.load(w, c, i, Biases::None, false);
   }
   L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
   L.w_gate = w.matrix_rows(n("ffn_up.weight"), c.n_embd, 2 * c.n_ff, 0, c.n_ff);

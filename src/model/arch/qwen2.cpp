@@ -7,7 +7,7 @@ namespace lumen {
 std::unique_ptr<Model> make_qwen2_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::NeoX;
-  traits.qkv_bias = true;
+  traits.biases = Biases::Required;
   traits.qk_norm = false;
   return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
 }

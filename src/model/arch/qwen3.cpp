@@ -7,7 +7,7 @@ namespace lumen {
 std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::NeoX;
-  traits.qkv_bias = false;
+  traits.biases = Biases::None;
   traits.qk_norm = true;
   return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
 }

@@ -39,14 +39,14 @@ class Qwen3MoeModel : public Decoder {
     const ModelConfig& c = config_;
     rope_ = rope_params(c);
 
-    WeightLoader w(f);
+    WeightLoader w = weights();
     layers_.resize(c.n_layer);
     std::vector<WeightMatrix*> matrices = {&output_};
     std::vector<std::vector<const WeightMatrix*>> multi;
     for (int64_t i = 0; i < c.n_layer; i++) {
       Qwen3MoeLayer& L = layers_[i];
       auto n = [i](const char* s) { return fmt::format("blk.{}.{}", i, s); };
-      L.attn.load(w, c, i, /*biases=*/false, /*qk_norms=*/true);
+      L.attn.load(w, c, i, Biases::None, /*qk_norms=*/true);
       L.ffn_norm = w.vector(n("ffn_norm.weight"), c.n_embd);
       L.moe.load(w, c, i, ff);
       L.attn.collect(matrices, multi);
@@ -67,7 +67,7 @@ class Qwen3MoeModel : public Decoder {
       norm(A.norm, x_.data(), xn_.data());
       qkv(A.wq, A.wk, A.wv);
       attend(batch, kv, il, A, rope_, scale);
-      project(A.wo, attn_.data(), c.q_dim(), nullptr);
+      project(A.wo, attn_.data(), c.q_dim(), nullptr, nullptr);
       norm(L.ffn_norm, x_.data(), xn_.data());
       moe_ffn(L.moe);
     }

@@ -86,9 +86,16 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
   if (c.rope_dims <= 0 || c.rope_dims > c.head_dim_k || c.rope_dims % 2 != 0 || c.rope_dims > 1024)
     fail("{}: rope.dimension_count {} is invalid for head dim {}", f.path(), c.rope_dims, c.head_dim_k);
   c.rope_style = rope_style;
-  const double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
-  // llama.cpp reads a missing type as "linear": a factor alone scales linearly.
-  const std::string scaling(f.get_string(a + "rope.scaling.type").value_or(factor > 0 ? "linear" : "none"));
+  // The factor, or the older key llama.cpp reads in its place; a missing type reads as "linear"
+  // (a factor alone scales linearly) and "none" never scales, whatever the factor, as llama.cpp.
+  const auto type_key = f.get_string(a + "rope.scaling.type");
+  const std::string scaling(type_key.value_or("linear"));
+  double factor = f.get_float(a + "rope.scaling.factor").value_or(0.0);
+  if (!f.find(a + "rope.scaling.factor"))
+    if (auto s = f.get_float(a + "rope.scale_linear")) {
+      if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
+      factor = *s;
+    }
   c.rope_attn_factor = static_cast<float>(f.get_float(a + "rope.scaling.attn_factor").value_or(1.0));
   if (!(c.rope_attn_factor > 0)) fail("{}: rope.scaling.attn_factor must be positive", f.path());
   // LongRoPE (Phi-3 128k, Phi-4-mini): per-pair factor tensors, often without a scaling type.
@@ -101,12 +108,10 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f, RopeStyle rope_style) {
     c.rope_n_ctx_orig = positive(a + "rope.scaling.original_context_length",
                                  f.get_int(a + "rope.scaling.original_context_length").value_or(c.n_ctx_train));
   if (scaling == "linear" || scaling == "yarn") {
-    if (!(factor > 0)) fail("{}: rope.scaling.type {} needs a positive rope.scaling.factor", f.path(), scaling);
-    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+    if (type_key && !(factor > 0))
+      fail("{}: rope.scaling.type {} needs a positive rope.scaling.factor", f.path(), scaling);
+    if (factor > 0) c.rope_freq_scale = static_cast<float>(1.0 / factor);
     if (scaling == "yarn") c.rope_ext_factor = 1.0f;
-  } else if (auto s = f.get_float(a + "rope.scale_linear")) {
-    if (!(*s > 0)) fail("{}: rope.scale_linear must be positive", f.path());
-    c.rope_freq_scale = static_cast<float>(1.0 / *s);
   } else if (scaling == "longrope") {
     // The factors are tensors (rope_factors_long/short, LlamaFamilyModel); a scale is optional.
     if (factor > 0) c.rope_freq_scale = static_cast<float>(1.0 / factor);

@@ -332,8 +332,8 @@ TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
   std::filesystem::remove_all(dir);
 }
 
-// llama.cpp reads a missing rope.scaling.type as "linear": rope.scaling.factor alone scales, as
-// the type and factor together do.
+// llama.cpp reads a missing rope.scaling.type as "linear": rope.scaling.factor (or the older
+// rope.scale_linear) alone scales, as the type and factor together do; type "none" never scales.
 TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   std::string why;
   const std::string plain = synth(kFamilies[0], &why);  // phi3: no scaling keys
@@ -342,19 +342,23 @@ TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   const std::string dir = std::filesystem::temp_directory_path() / ("lumen-rope-factor-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
-  auto scaled = [&](const std::string& name, const char* type) {
+  // key: rope.scaling.factor, or the older rope.scale_linear llama.cpp reads in its place.
+  auto scaled = [&](const std::string& name, const char* type, const char* key = "phi3.rope.scaling.factor") {
     return rewrite(
         *f, dir + "/" + name,
         [&](GgufWriter& w) {
           if (type) w.set_string("phi3.rope.scaling.type", type);
-          w.set_float32("phi3.rope.scaling.factor", 2.0f);
+          w.set_float32(key, 2.0f);
         },
         all);
   };
+  const auto base = logits_of(plain, 64);
   const auto linear = logits_of(scaled("linear.gguf", "linear"), 64);
-  EXPECT_NE(linear, logits_of(plain, 64));
+  EXPECT_NE(linear, base);
   EXPECT_EQ(logits_of(scaled("bare.gguf", nullptr), 64), linear);
-  EXPECT_EQ(logits_of(scaled("none.gguf", "none"), 64), logits_of(plain, 64)) << "type none never scales";
+  EXPECT_EQ(logits_of(scaled("old.gguf", nullptr, "phi3.rope.scale_linear"), 64), linear);
+  EXPECT_EQ(logits_of(scaled("none.gguf", "none"), 64), base) << "type none never scales";
+  EXPECT_EQ(logits_of(scaled("none-old.gguf", "none", "phi3.rope.scale_linear"), 64), base);
   std::filesystem::remove_all(dir);
 }
 

@@ -13,6 +13,7 @@
 #include "kv/kv_groups.h"
 #include "kv/kv_storage.h"
 #include "model/model_config.h"
+#include "model/registry.h"
 
 namespace lumen {
 
@@ -27,7 +28,7 @@ MemoryPlan make_memory_plan(const GgufFile& f, const PlanRequest& q) {
   if (q.parallel < 1) fail("--parallel must be at least 1");
   if (q.block_size < 1) fail("--kv-block-size must be at least 1");
   if (q.n_ctx < 0 || q.window < 0 || q.memory_bytes < 0) fail("sizes must not be negative");
-  const ModelConfig c = ModelConfig::from_gguf(f, RopeStyle::Adjacent);  // the RoPE layout changes no size
+  const ModelConfig c = read_model_config(f);  // as the architecture's model reads it (its windows)
   MemoryPlan p;
   p.arch = c.arch;
   p.n_layer = c.n_layer;

@@ -26,10 +26,15 @@ void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFa
   }
 }
 
+ModelConfig llama_family_config(const GgufFile& file, const LlamaFamilyTraits& traits) {
+  ModelConfig c = ModelConfig::from_gguf(file, traits.rope_style);
+  if (!traits.sliding_window) c.layer_window.clear();
+  return c;
+}
+
 LlamaFamilyModel::LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options,
                                    const LlamaFamilyTraits& traits)
-    : Decoder(file, ModelConfig::from_gguf(*file, traits.rope_style), options), traits_(traits) {
-  if (!traits_.sliding_window) config_.layer_window.clear();
+    : Decoder(file, llama_family_config(*file, traits), options), traits_(traits) {
   const ModelConfig& c = config_;
   WeightLoader w = weights();
   // Per-pair RoPE divisors: Llama 3's rope_freqs, or LongRoPE's (Phi-3 128k, Phi-4-mini), as

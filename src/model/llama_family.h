@@ -46,6 +46,10 @@ struct LlamaFamilyTraits {
   LlamaLayerLoader load_layer = load_llama_layer;  // an architecture with other tensor names
 };
 
+// The hyper-parameters as a Llama-family model with these traits reads them (its windows kept
+// or dropped per traits.sliding_window).
+ModelConfig llama_family_config(const GgufFile& file, const LlamaFamilyTraits& traits);
+
 class LlamaFamilyModel : public Decoder {
  public:
   LlamaFamilyModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, const LlamaFamilyTraits& traits);

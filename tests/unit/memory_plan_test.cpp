@@ -2,6 +2,7 @@
 // uses for the same model, context and types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "diagnostics/memory_plan.h"
 #include "engine/engine_core.h"
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "kv/kv_storage.h"
 #include "model/model.h"
 #include "test_support.h"
@@ -209,6 +211,63 @@ TEST(MemoryPlan, MixtureOfExpertsReadsTheChosenExperts) {
   const double touched16 = 16 * (1 - std::pow(1 - 4.0 / 16, 16));
   EXPECT_DOUBLE_EQ(p.weights_read_for_batch(16), p.dense_read_per_step + p.expert_bytes * touched16 / 16);
   EXPECT_LT(p.weights_read_for_batch(16), p.dense_read_per_step + p.expert_bytes);
+}
+
+// The plan counts the windows the architecture's model uses, not the file's keys as they stand:
+// phi3 ignores its window, gemma2 without a window key has 4096 on every second layer.
+TEST(MemoryPlan, CountsTheWindowsTheModelUses) {
+  struct Case {
+    const char* json;
+    const char* args;
+    const char* drop_key;  // removed from the file first (nullptr: none)
+  };
+  const Case cases[] = {
+      {"synth-phi3-mini-2l-f32.json", "--preset phi3-mini --layers 2 --type f32", nullptr},
+      {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32", nullptr},
+      {"synth-gemma2-2b-2l-f32.json", "--preset gemma2-2b --layers 2 --type f32", "gemma2.attention.sliding_window"},
+      {"synth-gemma3-1b-2l-f32.json", "--preset gemma3-1b --layers 2 --type f32", nullptr},
+  };
+  int ran = 0;
+  for (const Case& c : cases) {
+    const std::string rel = std::string("reference/") + c.json;
+    if (!test::shared_exists(rel)) continue;
+    const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
+    std::string why;
+    std::string path = test::synth_model(
+        ref["model"]["file"].get<std::string>(),
+        std::string(c.args) + " --vocab-from " + test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
+        ref["model"]["sha256"], &why);
+    if (path.empty()) continue;
+    SCOPED_TRACE(std::string(c.json) + (c.drop_key ? std::string(" without ") + c.drop_key : ""));
+    std::unique_ptr<test::TempFile> edited;
+    if (c.drop_key) {
+      GgufWriter w;
+      std::shared_ptr<GgufFile> src = GgufFile::open(path);
+      w.copy_metadata_from(*src);
+      ASSERT_TRUE(w.remove(c.drop_key));
+      for (const GgufTensorInfo& t : src->tensors()) w.add_tensor_view(t);
+      edited = std::make_unique<test::TempFile>("");
+      w.write(edited->path());
+      path = edited->path();
+    }
+    std::shared_ptr<GgufFile> f = GgufFile::open(path);
+    ModelOptions opt;
+    opt.n_threads = 1;
+    const auto model = Model::load(f, opt);
+    const std::vector<int32_t>& windows = model->config().layer_window;
+    PlanRequest q;
+    q.n_ctx = 256;
+    q.memory_bytes = int64_t{1} << 30;
+    const MemoryPlan p = make_memory_plan(*f, q);
+    int64_t windowed = 0, widest = 0;
+    for (int32_t w : windows) windowed += w > 0, widest = std::max<int64_t>(widest, w);
+    EXPECT_EQ(p.chosen.windowed_layers, windowed);
+    EXPECT_EQ(p.chosen.window, widest);
+    const KvLayout layout = model->kv_layout(GgmlType::F16, GgmlType::F16, 16);
+    EXPECT_EQ(layout.layer_window, windows);
+    ran++;
+  }
+  if (ran == 0) GTEST_SKIP() << "no synthetic references";
 }
 
 }  // namespace

@@ -35,27 +35,33 @@ struct GemmaLayer {
   WeightMatrix w_gate, w_up, w_down;
 };
 
+// The hyper-parameters with the windows as llama.cpp reads them: without
+// `attention.sliding_window` gemma2's is 4096 (its default) and gemma3 has none. The default
+// pattern (gemma2 every second layer, gemma3 five of six) where the file has no pattern; both
+// read the pattern as a number only (get_key_or_arr into an integer), so an array there is
+// ignored without a word and the default applies. Otherwise ModelConfig's windows stand.
+ModelConfig gemma_config(const GgufFile& f, int version) {
+  ModelConfig c = ModelConfig::from_gguf(f, RopeStyle::NeoX);
+  const std::string a = c.arch + ".";
+  const GgufValue* pattern = f.find(a + "attention.sliding_window_pattern");
+  const bool window_key = f.find(a + "attention.sliding_window") != nullptr;
+  const int64_t window = !window_key ? (version == 2 ? kGemma2Window : 0)
+                                     : c.layer_window.empty() ? 0 : f.require_int(a + "attention.sliding_window");
+  if (window > 0 && (!window_key || !pattern || pattern->type == GgufType::ARRAY)) {
+    const int64_t n = version == 2 ? 2 : 6;
+    c.layer_window.assign(static_cast<size_t>(c.n_layer), 0);
+    for (int64_t il = 0; il < c.n_layer; il++) c.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(window) : 0;
+  }
+  return c;
+}
+
 class GemmaModel : public Decoder {
  public:
   GemmaModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options, int version)
-      : Decoder(file, ModelConfig::from_gguf(*file, RopeStyle::NeoX), options) {
+      : Decoder(file, gemma_config(*file, version), options) {
     const ModelConfig& c = config_;
     const GgufFile& f = *file_;
     const std::string a = c.arch + ".";
-    // The window as llama.cpp reads it: without `attention.sliding_window` gemma2's is 4096 (its
-    // default) and gemma3 has none. The default pattern (gemma2 every second layer, gemma3 five of
-    // six) where the file has no pattern; both read the pattern as a number only (get_key_or_arr
-    // into an integer), so an array there is ignored without a word and the default applies.
-    // Otherwise ModelConfig's windows stand.
-    const GgufValue* pattern = f.find(a + "attention.sliding_window_pattern");
-    const bool window_key = f.find(a + "attention.sliding_window") != nullptr;
-    const int64_t window = !window_key ? (version == 2 ? kGemma2Window : 0)
-                                       : c.layer_window.empty() ? 0 : f.require_int(a + "attention.sliding_window");
-    if (window > 0 && (!window_key || !pattern || pattern->type == GgufType::ARRAY)) {
-      const int64_t n = version == 2 ? 2 : 6;
-      config_.layer_window.assign(static_cast<size_t>(c.n_layer), 0);
-      for (int64_t il = 0; il < c.n_layer; il++) config_.layer_window[il] = il % n < n - 1 ? static_cast<int32_t>(window) : 0;
-    }
     const int64_t big = version == 2 ? 46 : 62;
     q_scale_ = 1.0f / std::sqrt(static_cast<float>(c.n_layer == big ? c.n_embd / c.n_head : c.head_dim_k));
     embed_scale_ = std::sqrt(static_cast<float>(c.n_embd));
@@ -119,6 +125,9 @@ class GemmaModel : public Decoder {
 };
 
 }  // namespace
+
+ModelConfig gemma2_config(const GgufFile& file) { return gemma_config(file, 2); }
+ModelConfig gemma3_config(const GgufFile& file) { return gemma_config(file, 3); }
 
 std::unique_ptr<Model> make_gemma2_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
   return std::make_unique<GemmaModel>(std::move(file), options, 2);

@@ -36,14 +36,20 @@ void load_phi3_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFam
   L.w_down = w.matrix(n("ffn_down.weight"), c.n_ff, c.n_embd);
 }
 
-}  // namespace
-
-std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+LlamaFamilyTraits traits() {
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::NeoX;
   traits.sliding_window = false;
   traits.load_layer = load_phi3_layer;
-  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
+  return traits;
+}
+
+}  // namespace
+
+ModelConfig phi3_config(const GgufFile& file) { return llama_family_config(file, traits()); }
+
+std::unique_ptr<Model> make_phi3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits());
 }
 
 }  // namespace lumen

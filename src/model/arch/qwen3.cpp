@@ -4,12 +4,22 @@
 
 namespace lumen {
 
-std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+namespace {
+
+LlamaFamilyTraits traits() {
   LlamaFamilyTraits traits;
   traits.rope_style = RopeStyle::NeoX;
   traits.biases = Biases::None;
   traits.qk_norm = true;
-  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits);
+  return traits;
+}
+
+}  // namespace
+
+ModelConfig qwen3_config(const GgufFile& file) { return llama_family_config(file, traits()); }
+
+std::unique_ptr<Model> make_qwen3_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
+  return std::make_unique<LlamaFamilyModel>(std::move(file), options, traits());
 }
 
 }  // namespace lumen

@@ -22,21 +22,26 @@ struct Qwen3MoeLayer {
   MoeFfn moe;
 };
 
+// The hyper-parameters, n_ff the experts' width (the FFN width the workspace is sized for).
+ModelConfig read_config(const GgufFile& f) {
+  ModelConfig c = ModelConfig::from_gguf(f, RopeStyle::NeoX);
+  const std::string a = c.arch + ".";
+  f.require_int(a + "expert_count");  // ModelConfig read and checked them; here they must be there
+  f.require_int(a + "expert_used_count");
+  const int64_t ff = f.require_int(a + "expert_feed_forward_length");
+  if (c.n_expert < 1) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, c.n_expert);
+  if (ff < 1 || ff > (int64_t{1} << 20))
+    fail("{}: key '{}expert_feed_forward_length' has invalid value {}", f.path(), a, ff);
+  c.n_ff = ff;
+  return c;
+}
+
 class Qwen3MoeModel : public Decoder {
  public:
   Qwen3MoeModel(std::shared_ptr<const GgufFile> file, const ModelOptions& options)
-      : Decoder(file, ModelConfig::from_gguf(*file, RopeStyle::NeoX), options) {
-    const GgufFile& f = *file_;
-    const std::string a = config_.arch + ".";
-    f.require_int(a + "expert_count");  // ModelConfig read and checked them; here they must be there
-    f.require_int(a + "expert_used_count");
-    const int64_t n_expert = config_.n_expert;
-    const int64_t ff = f.require_int(a + "expert_feed_forward_length");
-    if (n_expert < 1) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, n_expert);
-    if (ff < 1 || ff > (int64_t{1} << 20))
-      fail("{}: key '{}expert_feed_forward_length' has invalid value {}", f.path(), a, ff);
-    config_.n_ff = ff;  // the FFN width the workspace is sized for
+      : Decoder(file, read_config(*file), options) {
     const ModelConfig& c = config_;
+    const int64_t ff = c.n_ff;
     rope_ = rope_params(c);
 
     WeightLoader w = weights();
@@ -78,6 +83,8 @@ class Qwen3MoeModel : public Decoder {
 };
 
 }  // namespace
+
+ModelConfig qwen3moe_config(const GgufFile& file) { return read_config(file); }
 
 std::unique_ptr<Model> make_qwen3moe_model(std::shared_ptr<const GgufFile> file, const ModelOptions& options) {
   return std::make_unique<Qwen3MoeModel>(std::move(file), options);

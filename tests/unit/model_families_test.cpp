@@ -71,6 +71,16 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
+// A scratch directory for a test's rewritten files, removed when the test leaves (an ASSERT too).
+struct ScratchDir {
+  std::string path;
+  explicit ScratchDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("lumen-" + name + "-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
 // Calls fn for each family whose synthetic file could be made (the others skipped); how many.
 int for_each_family(const std::function<void(const Family&, const std::string& path)>& fn) {
   int ran = 0;
@@ -89,8 +99,8 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
   const int ran = for_each_family([](const Family& fam, const std::string& path) {
     std::shared_ptr<const GgufFile> f = GgufFile::open(path);
     ASSERT_NO_THROW(Model::load(f));
-    const std::string dir = std::filesystem::temp_directory_path() / ("lumen-families-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
+    const ScratchDir scratch("families");
+    const std::string& dir = scratch.path;
     auto keep = [](GgufWriter&) {};
     // Missing.
     const std::string missing = rewrite(*f, dir + "/missing.gguf", keep,
@@ -128,7 +138,6 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
     err = load_error(unknown);
     EXPECT_NE(err.find("unknown architecture 'gemma9'"), std::string::npos) << err;
     EXPECT_NE(err.find("gemma2"), std::string::npos) << err;  // the list of known ones
-    std::filesystem::remove_all(dir);
   });
   if (ran == 0) GTEST_SKIP() << "no synthetic references";
 }
@@ -192,8 +201,8 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
   if (plain.empty()) GTEST_SKIP() << why;
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
   const int64_t pairs = f->require_int("phi3.rope.dimension_count") / 2;
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-longrope-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("longrope");
+  const std::string& dir = scratch.path;
   auto factors = [&](float v) {
     std::vector<uint8_t> bytes(static_cast<size_t>(pairs) * 4);
     for (int64_t i = 0; i < pairs; i++) std::memcpy(&bytes[i * 4], &v, 4);
@@ -236,7 +245,6 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
       *f, dir + "/bare.gguf", [](GgufWriter& w) { w.set_string("phi3.rope.scaling.type", "longrope"); }, all);
   const std::string bare_err = load_error(bare);
   EXPECT_NE(bare_err.find("rope_factors_long.weight"), std::string::npos) << bare_err;
-  std::filesystem::remove_all(dir);
 }
 
 // Gemma 3 4B-27B scale RoPE linearly (factor 8) on their global layers only: llama.cpp gives
@@ -248,8 +256,8 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) 
   const std::string plain = synth(kFamilies[2], &why);
   if (plain.empty()) GTEST_SKIP() << why;
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-gemma3-rope-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("gemma3-rope");
+  const std::string& dir = scratch.path;
   auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto variant = [&](const std::string& name, bool all_windowed, bool scaled) {
     return rewrite(
@@ -278,7 +286,6 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) 
       },
       all);
   EXPECT_EQ(logits_of(array, 64), windowed) << "an array pattern is ignored";
-  std::filesystem::remove_all(dir);
 }
 
 // llama with `expert_count` (Mixtral) runs every FFN as a mixture of SwiGLU experts routed as
@@ -292,8 +299,8 @@ TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
   if (plain.empty()) GTEST_SKIP() << why;
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
   const int64_t n_embd = f->require_int("llama.embedding_length");
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-llama-moe-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("llama-moe");
+  const std::string& dir = scratch.path;
   // expert0 / expert1: "dense" (the file's F32 matrix) or "other" (the same negated).
   auto mixture = [&](const std::string& name, int used, const char* expert0, const char* expert1, bool drop_up) {
     return rewrite(
@@ -329,7 +336,6 @@ TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
   EXPECT_NE(logits_of(mixture("second.gguf", 1, "other", "dense", false), 64), dense) << "expert 0 is the first slice";
   const std::string err = load_error(mixture("no-up.gguf", 1, "dense", "dense", true));
   EXPECT_NE(err.find("blk.0.ffn_up_exps.weight"), std::string::npos) << err;
-  std::filesystem::remove_all(dir);
 }
 
 // llama.cpp reads a missing rope.scaling.type as "linear": rope.scaling.factor (or the older
@@ -339,8 +345,8 @@ TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   const std::string plain = synth(kFamilies[0], &why);  // phi3: no scaling keys
   if (plain.empty()) GTEST_SKIP() << why;
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-rope-factor-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("rope-factor");
+  const std::string& dir = scratch.path;
   auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   // key: rope.scaling.factor, or the older rope.scale_linear llama.cpp reads in its place.
   auto scaled = [&](const std::string& name, const char* type, const char* key = "phi3.rope.scaling.factor") {
@@ -359,7 +365,6 @@ TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   EXPECT_EQ(logits_of(scaled("old.gguf", nullptr, "phi3.rope.scale_linear"), 64), linear);
   EXPECT_EQ(logits_of(scaled("none.gguf", "none"), 64), base) << "type none never scales";
   EXPECT_EQ(logits_of(scaled("none-old.gguf", "none", "phi3.rope.scale_linear"), 64), base);
-  std::filesystem::remove_all(dir);
 }
 
 // gemma2 as llama.cpp reads it: a window of 4096 when the file names none, on every second
@@ -369,8 +374,8 @@ TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
   const std::string plain = synth(kFamilies[1], &why);  // gemma2, window 32, no pattern key
   if (plain.empty()) GTEST_SKIP() << why;
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-gemma2-window-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("gemma2-window");
+  const std::string& dir = scratch.path;
   auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto windows = [](const std::string& path) {
     ModelOptions opt;
@@ -393,7 +398,6 @@ TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
   const std::string number =
       rewrite(*f, dir + "/number.gguf", [](GgufWriter& w) { w.set_uint32("gemma2.attention.sliding_window_pattern", 0); }, all);
   EXPECT_EQ(windows(number), (std::vector<int32_t>{32, 32}));
-  std::filesystem::remove_all(dir);
 }
 
 // llama takes any bias the file holds, each on its own, as llama.cpp loads them: Q, K, V, the
@@ -408,8 +412,8 @@ TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
   const int64_t dk = f->require_int("llama.attention.key_length");
   const int64_t q_dim = f->require_int("llama.attention.head_count") * dk;
   const int64_t kv_dim = f->require_int("llama.attention.head_count_kv") * dk;
-  const std::string dir = std::filesystem::temp_directory_path() / ("lumen-llama-bias-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir scratch("llama-bias");
+  const std::string& dir = scratch.path;
   auto floats = [](const std::vector<float>& v) {
     std::vector<uint8_t> b(v.size() * 4);
     std::memcpy(b.data(), v.data(), b.size());
@@ -480,7 +484,6 @@ TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
   // A misshapen optional bias is still an error naming it.
   const std::string err = load_error(layer0("bad.gguf", "ffn_down.bias", zeros(d - 1)));
   EXPECT_NE(err.find("blk.0.ffn_down.bias"), std::string::npos) << err;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -22,8 +22,6 @@
 
 namespace lumen {
 
-class WeightLoader;
-
 // Which biases an architecture's projections take: none; the ones it always has (qwen2's Q, K
 // and V); or any the file holds, each on its own (llama: Q, K, V, output and the FFN's, as
 // llama.cpp loads them when present).

@@ -1,8 +1,7 @@
 // The Llama family (llama, qwen2, qwen3, phi3): pre-norm blocks of RMSNorm -> grouped-query
 // self-attention with RoPE -> residual -> RMSNorm -> SwiGLU FFN (or a mixture of SwiGLU experts:
-// Mixtral) -> residual, written in
-// model/decoder.h's steps. Its architectures differ only in the traits below and in how their
-// tensors are named (their own file under model/arch/ says which).
+// Mixtral) -> residual, written in model/decoder.h's steps. Its architectures differ only in the
+// traits below and in how their tensors are named (their own file under model/arch/ says which).
 #pragma once
 
 #include <memory>
@@ -35,7 +34,7 @@ void load_llama_layer(const WeightLoader& w, const ModelConfig& c, const LlamaFa
 struct LlamaFamilyTraits {
   RopeStyle rope_style = RopeStyle::Adjacent;
   Biases biases = Biases::None;  // qwen2: Required (Q, K, V); llama: Optional (any of Q, K, V, output, FFN)
-  bool qk_norm = false;   // qwen3: RMSNorm over each head of Q and K before RoPE
+  bool qk_norm = false;          // qwen3: RMSNorm over each head of Q and K before RoPE
   // false: `{arch}.attention.sliding_window` is read and ignored, every layer global (phi3, as
   // llama.cpp does it).
   bool sliding_window = true;

@@ -8,10 +8,10 @@
 // 46 layers for gemma2, 62 for gemma3) and scores not scaled again; gemma2 soft-caps the scores
 // (50 tanh(s / 50)), gemma3 RMS-normalises Q and K per head before RoPE. Sliding windows on some
 // layers: without a `sliding_window_pattern` key, every second layer (gemma2: blk.0, blk.2, ...)
-// or five of every six (gemma3); gemma2's window is 4096 when the file names none. gemma3's windowed layers use `rope.freq_base_swa` (default
-// 10000) and no linear RoPE scaling (the global layers take the file's), gemma2's that key if
-// present, else `rope.freq_base`, scaled as the global ones. The norm weights are used as stored
-// (the converter already added Gemma's 1).
+// or five of every six (gemma3); gemma2's window is 4096 when the file names none. gemma3's
+// windowed layers use `rope.freq_base_swa` (default 10000) and no linear RoPE scaling (the global
+// layers take the file's); gemma2's use that key if present, else `rope.freq_base`, scaled as the
+// global ones. The norm weights are used as stored (the converter already added Gemma's 1).
 #include <fmt/format.h>
 
 #include <cmath>

@@ -486,5 +486,30 @@ TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
   EXPECT_NE(err.find("blk.0.ffn_down.bias"), std::string::npos) << err;
 }
 
+// qwen3moe without expert_feed_forward_length: the experts are feed_forward_length /
+// expert_used_count wide, as llama.cpp reads it.
+TEST(ModelFamilies, Qwen3MoeExpertWidthFallsBackAsLlamaCppReadsIt) {
+  std::string why;
+  const std::string plain = synth(kFamilies[4], &why);  // qwen3moe: 16 experts of 96, 4 used
+  if (plain.empty()) GTEST_SKIP() << why;
+  std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
+  const ScratchDir scratch("qwen3moe-width");
+  const int64_t ff = f->require_int("qwen3moe.expert_feed_forward_length");
+  const int64_t used = f->require_int("qwen3moe.expert_used_count");
+  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+  auto without_key = [&](const std::string& name, int64_t n_ff) {
+    return rewrite(
+        *f, scratch.path + "/" + name,
+        [&](GgufWriter& w) {
+          w.remove("qwen3moe.expert_feed_forward_length");
+          w.set_uint32("qwen3moe.feed_forward_length", static_cast<uint32_t>(n_ff));
+        },
+        all);
+  };
+  EXPECT_EQ(logits_of(without_key("fallback.gguf", ff * used), 64), logits_of(plain, 64));
+  const std::string err = load_error(without_key("other.gguf", (ff + 32) * used));
+  EXPECT_NE(err.find("ffn_gate_exps.weight"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace lumen

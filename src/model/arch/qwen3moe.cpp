@@ -1,7 +1,8 @@
 // Architecture 'qwen3moe' (Qwen3-MoE): qwen3's attention (per-head Q/K RMSNorm before NEOX RoPE)
 // and, in place of the dense FFN, a mixture of experts routed as llama.cpp does it (softmax over
 // all experts, the top `expert_used_count`, their weights renormalised; Decoder::moe_ffn). The
-// experts are `expert_feed_forward_length` wide; `feed_forward_length` is not used.
+// experts are `expert_feed_forward_length` wide (feed_forward_length / expert_used_count without
+// it, as llama.cpp).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -28,7 +29,9 @@ ModelConfig read_config(const GgufFile& f) {
   const std::string a = c.arch + ".";
   f.require_int(a + "expert_count");  // ModelConfig read and checked them; here they must be there
   f.require_int(a + "expert_used_count");
-  const int64_t ff = f.require_int(a + "expert_feed_forward_length");
+  // Without the key, llama.cpp's width: feed_forward_length / expert_used_count.
+  const int64_t ff =
+      f.get_int(a + "expert_feed_forward_length").value_or(c.n_expert_used > 0 ? c.n_ff / c.n_expert_used : 0);
   if (c.n_expert < 1) fail("{}: key '{}expert_count' has invalid value {}", f.path(), a, c.n_expert);
   if (ff < 1 || ff > (int64_t{1} << 20))
     fail("{}: key '{}expert_feed_forward_length' has invalid value {}", f.path(), a, ff);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace lumen::test {
 
 std::string shared_dir() {
@@ -91,6 +93,18 @@ std::string synth_model(const std::string& file_name, const std::string& args, c
   return path;
 }
 
+std::string synth_reference(const std::string& json_name, const std::string& preset_args, std::string* why) {
+  const std::string rel = "reference/" + json_name;
+  if (!shared_exists(rel)) {
+    if (why) *why = "no " + rel;
+    return "";
+  }
+  const auto ref = nlohmann::json::parse(read_file(shared_path(rel)));
+  return synth_model(ref["model"]["file"].get<std::string>(),
+                     preset_args + " --vocab-from " + shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
+                     ref["model"]["sha256"].get<std::string>(), why);
+}
+
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -112,6 +126,7 @@ TempFile::~TempFile() { std::remove(path_.c_str()); }
 }  // namespace lumen::test
 
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -145,6 +160,17 @@ std::vector<Completion> drain_completions(RequestHandle& h) {
       c.timings = e->timings;
     }
   }
+  return out;
+}
+
+std::string rewrite_gguf(const GgufFile& f, const std::string& out, const std::function<void(GgufWriter&)>& meta,
+                         const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& edit) {
+  GgufWriter w;
+  w.copy_metadata_from(f);
+  meta(w);
+  for (const GgufTensorInfo& t : f.tensors())
+    if (!edit || edit(t, w)) w.add_tensor_view(t);
+  w.write(out);
   return out;
 }
 

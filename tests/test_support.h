@@ -44,11 +44,16 @@ namespace lumen::test {
 // cannot be made or its sha256 differs from `sha256` (another numpy draws other numbers).
 std::string synth_model(const std::string& file_name, const std::string& args,
                         const std::string& sha256, std::string* why);
+// The model of ../shared/reference/<json_name> (its file name and sha256), made by synth_model
+// with `preset_args` (e.g. "--preset gemma2-2b --layers 2 --type f32"), the llama-spm vocabulary
+// and seed 0; "" with `why` set when the reference is absent or the file cannot be made.
+std::string synth_reference(const std::string& json_name, const std::string& preset_args, std::string* why);
 std::string sha256_of(const std::string& path);
 bool sanitized_build();  // LUMEN_SANITIZED set: shrink the heaviest loops
 
 }  // namespace lumen::test
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -56,6 +61,8 @@ bool sanitized_build();  // LUMEN_SANITIZED set: shrink the heaviest loops
 
 namespace lumen {
 class GgufFile;
+class GgufWriter;
+struct GgufTensorInfo;
 class Model;
 class Tokenizer;
 }  // namespace lumen
@@ -73,6 +80,11 @@ struct EngineModel {
   ~EngineModel();
 };
 EngineModel load_engine_model(const std::string& path);
+
+// f rewritten to `out` (returned): its metadata, changed by `meta`, and its tensors, each of
+// which `edit` sees and may drop (false) or add its own instead; no `edit` keeps them all.
+std::string rewrite_gguf(const GgufFile& f, const std::string& out, const std::function<void(GgufWriter&)>& meta,
+                         const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& edit = {});
 
 // What one completion of a request produced, drained from its handle.
 struct Completion {

@@ -4,7 +4,6 @@
 // with the matching seeds, cancellation and refusals are clean, and no KV block leaks.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <utility>
@@ -172,15 +171,10 @@ TEST_F(EngineTest, ConcurrentEqualsAloneSyntheticFamilies) {
   };
   int ran = 0;
   for (const auto& [json_rel, args] : families) {
-    const std::string rel = std::string("reference/") + json_rel;
-    if (!test::shared_exists(rel)) continue;
+    if (!test::shared_exists(std::string("reference/") + json_rel)) continue;
     SCOPED_TRACE(json_rel);
-    const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
     std::string why;
-    const std::string path = test::synth_model(
-        ref["model"]["file"].get<std::string>(),
-        std::string(args) + " --vocab-from " + test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
-        ref["model"]["sha256"], &why);
+    const std::string path = test::synth_reference(json_rel, args, &why);
     if (path.empty()) GTEST_SKIP() << why;
     Loaded m = load(path);
     expect_concurrent_equals_alone(m, together_config(), false);

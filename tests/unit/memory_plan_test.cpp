@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "diagnostics/memory_plan.h"
@@ -185,15 +184,9 @@ namespace {
 // experts (what the model says it reads), a step of B sequences the experts B tokens are
 // expected to touch, E (1 - (1 - k/E)^B) of them.
 TEST(MemoryPlan, MixtureOfExpertsReadsTheChosenExperts) {
-  const std::string rel = "reference/synth-qwen3moe-30b-a3b-2l-f32.json";
-  if (!test::shared_exists(rel)) GTEST_SKIP();
-  const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
   std::string why;
-  const std::string path = test::synth_model(
-      ref["model"]["file"].get<std::string>(),
-      "--preset qwen3moe-30b-a3b --layers 2 --type f32 --vocab-from " +
-          test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
-      ref["model"]["sha256"], &why);
+  const std::string path = test::synth_reference("synth-qwen3moe-30b-a3b-2l-f32.json",
+                                                 "--preset qwen3moe-30b-a3b --layers 2 --type f32", &why);
   if (path.empty()) GTEST_SKIP() << why;
   std::shared_ptr<GgufFile> f = GgufFile::open(path);
   ModelOptions opt;
@@ -229,26 +222,16 @@ TEST(MemoryPlan, CountsTheWindowsTheModelUses) {
   };
   int ran = 0;
   for (const Case& c : cases) {
-    const std::string rel = std::string("reference/") + c.json;
-    if (!test::shared_exists(rel)) continue;
-    const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
     std::string why;
-    std::string path = test::synth_model(
-        ref["model"]["file"].get<std::string>(),
-        std::string(c.args) + " --vocab-from " + test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
-        ref["model"]["sha256"], &why);
+    std::string path = test::synth_reference(c.json, c.args, &why);
     if (path.empty()) continue;
     SCOPED_TRACE(std::string(c.json) + (c.drop_key ? std::string(" without ") + c.drop_key : ""));
-    std::unique_ptr<test::TempFile> edited;
+    const test::TempFile edited("");
     if (c.drop_key) {
-      GgufWriter w;
-      std::shared_ptr<GgufFile> src = GgufFile::open(path);
-      w.copy_metadata_from(*src);
-      ASSERT_TRUE(w.remove(c.drop_key));
-      for (const GgufTensorInfo& t : src->tensors()) w.add_tensor_view(t);
-      edited = std::make_unique<test::TempFile>("");
-      w.write(edited->path());
-      path = edited->path();
+      bool removed = false;
+      path = test::rewrite_gguf(*GgufFile::open(path), edited.path(),
+                                [&](GgufWriter& w) { removed = w.remove(c.drop_key); });
+      ASSERT_TRUE(removed);
     }
     std::shared_ptr<GgufFile> f = GgufFile::open(path);
     ModelOptions opt;

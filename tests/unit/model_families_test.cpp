@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -37,30 +36,7 @@ const Family kFamilies[] = {
     {"synth-qwen3moe-30b-a3b-2l-f32.json", "--preset qwen3moe-30b-a3b --layers 2 --type f32", "blk.1.ffn_down_exps.weight"},
 };
 
-std::string synth(const Family& fam, std::string* why) {
-  const std::string rel = std::string("reference/") + fam.json_rel;
-  if (!test::shared_exists(rel)) {
-    *why = "no " + rel;
-    return "";
-  }
-  const auto ref = nlohmann::json::parse(test::read_file(test::shared_path(rel)));
-  return test::synth_model(ref["model"]["file"].get<std::string>(),
-                           std::string(fam.args) + " --vocab-from " +
-                               test::shared_path("vocab/ggml-vocab-llama-spm.gguf") + " --seed 0",
-                           ref["model"]["sha256"], why);
-}
-
-// The file rewritten: `edit` sees each tensor and may drop it (false) or add its own instead.
-std::string rewrite(const GgufFile& f, const std::string& out, const std::function<void(GgufWriter&)>& meta,
-                    const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& edit) {
-  GgufWriter w;
-  w.copy_metadata_from(f);
-  meta(w);
-  for (const GgufTensorInfo& t : f.tensors())
-    if (edit(t, w)) w.add_tensor_view(t);
-  w.write(out);
-  return out;
-}
+std::string synth(const Family& fam, std::string* why) { return test::synth_reference(fam.json_rel, fam.args, why); }
 
 std::string load_error(const std::string& path) {
   try {
@@ -103,38 +79,42 @@ TEST(ModelFamilies, BrokenFilesAreRefusedByName) {
     const std::string& dir = scratch.path;
     auto keep = [](GgufWriter&) {};
     // Missing.
-    const std::string missing = rewrite(*f, dir + "/missing.gguf", keep,
-                                        [&](const GgufTensorInfo& t, GgufWriter&) { return t.name != fam.tensor; });
+    const std::string missing = test::rewrite_gguf(
+        *f, dir + "/missing.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter&) { return t.name != fam.tensor; });
     std::string err = load_error(missing);
     EXPECT_NE(err.find(fam.tensor), std::string::npos) << err;
     EXPECT_NE(err.find("missing"), std::string::npos) << err;
     // Misshapen: one row short.
     std::vector<uint8_t> bytes;
-    const std::string short_path = rewrite(*f, dir + "/short.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
-      if (t.name != fam.tensor) return true;
-      std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
-      if (ne.size() == 1) ne[0] -= 1;
-      else ne[1] -= 1;
-      int64_t n = 1;
-      for (int64_t x : ne) n *= x;
-      w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + n * 4));  // F32 files
-      return false;
-    });
+    const std::string short_path =
+        test::rewrite_gguf(*f, dir + "/short.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
+          if (t.name != fam.tensor) return true;
+          std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
+          if (ne.size() == 1)
+            ne[0] -= 1;
+          else
+            ne[1] -= 1;
+          int64_t n = 1;
+          for (int64_t x : ne) n *= x;
+          w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(t.data, t.data + n * 4));  // F32 files
+          return false;
+        });
     err = load_error(short_path);
     EXPECT_NE(err.find(fam.tensor), std::string::npos) << err;
     EXPECT_NE(err.find("shape"), std::string::npos) << err;
     // A tensor the architecture does not compute with (here a LayerNorm bias, which no RMSNorm
     // architecture reads) is refused by name, never silently dropped.
-    const std::string extra = rewrite(*f, dir + "/extra.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
-      if (t.name == fam.tensor) w.add_tensor("blk.0.attn_norm.bias", GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
-      return true;
-    });
+    const std::string extra =
+        test::rewrite_gguf(*f, dir + "/extra.gguf", keep, [&](const GgufTensorInfo& t, GgufWriter& w) {
+          if (t.name == fam.tensor)
+            w.add_tensor("blk.0.attn_norm.bias", GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
+          return true;
+        });
     err = load_error(extra);
     EXPECT_NE(err.find("'blk.0.attn_norm.bias' is not used"), std::string::npos) << err;
     // An architecture lumen does not know.
-    const std::string unknown = rewrite(
-        *f, dir + "/unknown.gguf", [](GgufWriter& w) { w.set_string("general.architecture", "gemma9"); },
-        [](const GgufTensorInfo&, GgufWriter&) { return true; });
+    const std::string unknown = test::rewrite_gguf(
+        *f, dir + "/unknown.gguf", [](GgufWriter& w) { w.set_string("general.architecture", "gemma9"); });
     err = load_error(unknown);
     EXPECT_NE(err.find("unknown architecture 'gemma9'"), std::string::npos) << err;
     EXPECT_NE(err.find("gemma2"), std::string::npos) << err;  // the list of known ones
@@ -208,26 +188,19 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
     for (int64_t i = 0; i < pairs; i++) std::memcpy(&bytes[i * 4], &v, 4);
     return bytes;
   };
-  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto longrope = [&](const std::string& name, float attn_factor) {
-    return rewrite(
-        *f, dir + "/" + name,
-        [&](GgufWriter& w) {
-          w.set_int32("phi3.rope.scaling.original_context_length", 64);
-          if (attn_factor != 1.0f) w.set_float32("phi3.rope.scaling.attn_factor", attn_factor);
-          w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f));
-          w.add_tensor("rope_factors_short.weight", GgmlType::F32, {pairs}, factors(1.0f));
-        },
-        all);
+    return test::rewrite_gguf(*f, dir + "/" + name, [&](GgufWriter& w) {
+      w.set_int32("phi3.rope.scaling.original_context_length", 64);
+      if (attn_factor != 1.0f) w.set_float32("phi3.rope.scaling.attn_factor", attn_factor);
+      w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f));
+      w.add_tensor("rope_factors_short.weight", GgmlType::F32, {pairs}, factors(1.0f));
+    });
   };
   const std::string lr = longrope("longrope.gguf", 1.0f);
-  const std::string linear = rewrite(
-      *f, dir + "/linear.gguf",
-      [](GgufWriter& w) {
-        w.set_string("phi3.rope.scaling.type", "linear");
-        w.set_float32("phi3.rope.scaling.factor", 2.0f);
-      },
-      all);
+  const std::string linear = test::rewrite_gguf(*f, dir + "/linear.gguf", [](GgufWriter& w) {
+    w.set_string("phi3.rope.scaling.type", "linear");
+    w.set_float32("phi3.rope.scaling.factor", 2.0f);
+  });
   const auto base = logits_of(plain, 64);
   EXPECT_EQ(logits_of(lr, 64), base) << "a context of 64 (the original) takes the short factors";
   const auto scaled = logits_of(linear, 128);
@@ -235,14 +208,14 @@ TEST(ModelFamilies, LongRopeFactorsFollowTheContextSize) {
   EXPECT_EQ(logits_of(lr, 128), scaled) << "a context of 128 takes the long factors";
   EXPECT_NE(logits_of(longrope("attn.gguf", 1.25f), 64), base) << "rope.scaling.attn_factor is applied";
   // One of the pair missing is refused by name.
-  const std::string one = rewrite(
-      *f, dir + "/one.gguf", [&](GgufWriter& w) { w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f)); },
-      all);
+  const std::string one = test::rewrite_gguf(*f, dir + "/one.gguf", [&](GgufWriter& w) {
+    w.add_tensor("rope_factors_long.weight", GgmlType::F32, {pairs}, factors(2.0f));
+  });
   const std::string err = load_error(one);
   EXPECT_NE(err.find("rope_factors_short.weight"), std::string::npos) << err;
   // A LongRoPE scaling type without its factors is refused, not run unscaled.
-  const std::string bare = rewrite(
-      *f, dir + "/bare.gguf", [](GgufWriter& w) { w.set_string("phi3.rope.scaling.type", "longrope"); }, all);
+  const std::string bare = test::rewrite_gguf(
+      *f, dir + "/bare.gguf", [](GgufWriter& w) { w.set_string("phi3.rope.scaling.type", "longrope"); });
   const std::string bare_err = load_error(bare);
   EXPECT_NE(bare_err.find("rope_factors_long.weight"), std::string::npos) << bare_err;
 }
@@ -258,18 +231,14 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) 
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
   const ScratchDir scratch("gemma3-rope");
   const std::string& dir = scratch.path;
-  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto variant = [&](const std::string& name, bool all_windowed, bool scaled) {
-    return rewrite(
-        *f, dir + "/" + name,
-        [&](GgufWriter& w) {
-          if (all_windowed) w.set_int32("gemma3.attention.sliding_window_pattern", 0);
-          if (scaled) {
-            w.set_string("gemma3.rope.scaling.type", "linear");
-            w.set_float32("gemma3.rope.scaling.factor", 8.0f);
-          }
-        },
-        all);
+    return test::rewrite_gguf(*f, dir + "/" + name, [&](GgufWriter& w) {
+      if (all_windowed) w.set_int32("gemma3.attention.sliding_window_pattern", 0);
+      if (scaled) {
+        w.set_string("gemma3.rope.scaling.type", "linear");
+        w.set_float32("gemma3.rope.scaling.factor", 8.0f);
+      }
+    });
   };
   const auto base = logits_of(plain, 64);
   EXPECT_NE(logits_of(variant("scaled.gguf", false, true), 64), base) << "the global layer is scaled";
@@ -278,13 +247,9 @@ TEST(ModelFamilies, Gemma3ScalesOnlyItsGlobalLayersAndReadsItsPatternAsANumber) 
   EXPECT_EQ(logits_of(variant("windowed-scaled.gguf", true, true), 64), windowed) << "windowed layers are not scaled";
   // An array-typed pattern is ignored (llama.cpp reads gemma3's as a number): the default, 6,
   // windows both layers, as pattern 0 does.
-  const std::string array = rewrite(
-      *f, dir + "/array.gguf",
-      [](GgufWriter& w) {
-        w.add("gemma3.attention.sliding_window_pattern",
-              gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(false)}));
-      },
-      all);
+  const std::string array = test::rewrite_gguf(*f, dir + "/array.gguf", [](GgufWriter& w) {
+    w.add("gemma3.attention.sliding_window_pattern", gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(false)}));
+  });
   EXPECT_EQ(logits_of(array, 64), windowed) << "an array pattern is ignored";
 }
 
@@ -303,7 +268,7 @@ TEST(ModelFamilies, LlamaWithExpertsRunsAMixture) {
   const std::string& dir = scratch.path;
   // expert0 / expert1: "dense" (the file's F32 matrix) or "other" (the same negated).
   auto mixture = [&](const std::string& name, int used, const char* expert0, const char* expert1, bool drop_up) {
-    return rewrite(
+    return test::rewrite_gguf(
         *f, dir + "/" + name,
         [&](GgufWriter& w) {
           w.set_uint32("llama.expert_count", 2);
@@ -347,16 +312,12 @@ TEST(ModelFamilies, ARopeFactorWithoutATypeScalesLinearly) {
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
   const ScratchDir scratch("rope-factor");
   const std::string& dir = scratch.path;
-  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   // key: rope.scaling.factor, or the older rope.scale_linear llama.cpp reads in its place.
   auto scaled = [&](const std::string& name, const char* type, const char* key = "phi3.rope.scaling.factor") {
-    return rewrite(
-        *f, dir + "/" + name,
-        [&](GgufWriter& w) {
-          if (type) w.set_string("phi3.rope.scaling.type", type);
-          w.set_float32(key, 2.0f);
-        },
-        all);
+    return test::rewrite_gguf(*f, dir + "/" + name, [&](GgufWriter& w) {
+      if (type) w.set_string("phi3.rope.scaling.type", type);
+      w.set_float32(key, 2.0f);
+    });
   };
   const auto base = logits_of(plain, 64);
   const auto linear = logits_of(scaled("linear.gguf", "linear"), 64);
@@ -376,7 +337,6 @@ TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
   std::shared_ptr<const GgufFile> f = GgufFile::open(plain);
   const ScratchDir scratch("gemma2-window");
   const std::string& dir = scratch.path;
-  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto windows = [](const std::string& path) {
     ModelOptions opt;
     opt.n_threads = 1;
@@ -385,18 +345,14 @@ TEST(ModelFamilies, Gemma2WindowDefaultsTo4096AndItsPatternIsANumber) {
   };
   EXPECT_EQ(windows(plain), (std::vector<int32_t>{32, 0}));
   const std::string bare =
-      rewrite(*f, dir + "/bare.gguf", [](GgufWriter& w) { w.remove("gemma2.attention.sliding_window"); }, all);
+      test::rewrite_gguf(*f, dir + "/bare.gguf", [](GgufWriter& w) { w.remove("gemma2.attention.sliding_window"); });
   EXPECT_EQ(windows(bare), (std::vector<int32_t>{4096, 0}));
-  const std::string array = rewrite(
-      *f, dir + "/array.gguf",
-      [](GgufWriter& w) {
-        w.add("gemma2.attention.sliding_window_pattern",
-              gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(true)}));
-      },
-      all);
+  const std::string array = test::rewrite_gguf(*f, dir + "/array.gguf", [](GgufWriter& w) {
+    w.add("gemma2.attention.sliding_window_pattern", gguf_array(GgufType::BOOL, {gguf_bool(false), gguf_bool(true)}));
+  });
   EXPECT_EQ(windows(array), (std::vector<int32_t>{32, 0}));
-  const std::string number =
-      rewrite(*f, dir + "/number.gguf", [](GgufWriter& w) { w.set_uint32("gemma2.attention.sliding_window_pattern", 0); }, all);
+  const std::string number = test::rewrite_gguf(
+      *f, dir + "/number.gguf", [](GgufWriter& w) { w.set_uint32("gemma2.attention.sliding_window_pattern", 0); });
   EXPECT_EQ(windows(number), (std::vector<int32_t>{32, 32}));
 }
 
@@ -421,7 +377,7 @@ TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
   };
   // biases: name (after "blk.N.") -> values, added to every layer.
   auto with = [&](const std::string& name, const std::map<std::string, std::vector<float>>& biases) {
-    return rewrite(
+    return test::rewrite_gguf(
         *f, dir + "/" + name, [](GgufWriter&) {},
         [&](const GgufTensorInfo& t, GgufWriter& w) {
           if (t.name.rfind("blk.", 0) == 0 && t.name.find(".attn_norm.weight") != std::string::npos) {
@@ -459,7 +415,7 @@ TEST(ModelFamilies, LlamaTakesTheBiasesItsFileHolds) {
     bo[static_cast<size_t>(r)] = static_cast<float>(acc);
   }
   auto layer0 = [&](const std::string& name, const std::string& bias, const std::vector<float>& v) {
-    return rewrite(
+    return test::rewrite_gguf(
         *f, dir + "/" + name, [](GgufWriter&) {},
         [&](const GgufTensorInfo& t, GgufWriter& w) {
           if (t.name == "blk.0.attn_norm.weight")
@@ -496,15 +452,11 @@ TEST(ModelFamilies, Qwen3MoeExpertWidthFallsBackAsLlamaCppReadsIt) {
   const ScratchDir scratch("qwen3moe-width");
   const int64_t ff = f->require_int("qwen3moe.expert_feed_forward_length");
   const int64_t used = f->require_int("qwen3moe.expert_used_count");
-  auto all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
   auto without_key = [&](const std::string& name, int64_t n_ff) {
-    return rewrite(
-        *f, scratch.path + "/" + name,
-        [&](GgufWriter& w) {
-          w.remove("qwen3moe.expert_feed_forward_length");
-          w.set_uint32("qwen3moe.feed_forward_length", static_cast<uint32_t>(n_ff));
-        },
-        all);
+    return test::rewrite_gguf(*f, scratch.path + "/" + name, [&](GgufWriter& w) {
+      w.remove("qwen3moe.expert_feed_forward_length");
+      w.set_uint32("qwen3moe.feed_forward_length", static_cast<uint32_t>(n_ff));
+    });
   };
   EXPECT_EQ(logits_of(without_key("fallback.gguf", ff * used), 64), logits_of(plain, 64));
   const std::string err = load_error(without_key("other.gguf", (ff + 32) * used));

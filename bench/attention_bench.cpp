@@ -155,6 +155,9 @@ BENCHMARK(BM_AttentionDecodeDeep)
     ->Args({32, 4, 64, 4096, 1})
     ->Args({9, 3, 64, 4096, 2})    // SmolLM-135M: 3 KV heads on 2 threads
     ->Args({4, 1, 256, 4096, 2})   // Gemma 3 1B: one KV head
+    ->Args({8, 4, 256, 4096, 2})   // Gemma 2 2B: groups of 2 heads
+    ->Args({8, 4, 256, 4096, 1})
+    ->Args({32, 32, 96, 4096, 2})  // Phi-3 mini: one head per KV head
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 // TinyLlama's shape at 2048 keys, one thread: F16, Q8_0, Q4_0 and Q8_0 K with Q4_0 V.

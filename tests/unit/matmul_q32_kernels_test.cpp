@@ -152,7 +152,10 @@ const std::vector<uint8_t>& cached_weights(GgmlType type, int64_t n_out, int64_t
   return w;
 }
 
-void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n_tokens, uint32_t seed) {
+// The kernel's rows are computed in calls of `chunk` rows (0: row_align x 1..3 by the seed, as
+// matmul() may split them; n_out: one call, so a lone token's stream takes four-group tiles).
+void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n_tokens, uint32_t seed,
+                   int64_t chunk = 0) {
   SCOPED_TRACE(kernel_label(k) + " n_in=" + std::to_string(n_in) + " n_out=" + std::to_string(n_out) +
                " n_tokens=" + std::to_string(n_tokens));
   std::mt19937 rng(seed);
@@ -186,7 +189,7 @@ void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n
   for (int64_t t = 0; t < n_tokens; t++) k.convert_act(&x[t * n_in], act.p + t * stride, n_in);
   const float sentinel = 12345.0f;
   std::vector<float> y(static_cast<size_t>(ldy * n_tokens), sentinel);
-  const int64_t chunk = k.row_align * (1 + static_cast<int64_t>(seed % 3));
+  if (chunk == 0) chunk = k.row_align * (1 + static_cast<int64_t>(seed % 3));
   for (int64_t r0 = 0; r0 < n_out; r0 += chunk)
     k.compute(w, act.p, stride, n_tokens, y.data(), ldy, r0, std::min(n_out, r0 + chunk));
 
@@ -274,6 +277,46 @@ TEST(MatmulQ32Kernels, MatchReferenceOverShapes) {
     check_product(*k, 160, 33, 6, seed++);
     check_product(*k, 64, 4096, 1, seed++);
     if (!small) check_product(*k, 4096, 48, 9, seed++);
+    // A lone token over whole calls: four-group tiles and the single group after them (Q8_0 at
+    // any width, Q4_0 from 4,096 elements).
+    check_product(*k, 2048, 80, 1, seed++, 80);
+    check_product(*k, 4096, 80, 1, seed++, 80);
+  }
+}
+
+// A token's outputs are the same bits alone (decode's stream tiles) and in a batch of any size
+// (the small-batch tiles, the GEMM tiles): each row's block sums meet their scales in the same
+// order whatever the tile.
+TEST(MatmulQ32Kernels, ATokenGetsTheSameBitsAloneAndInABatch) {
+  for (const MatmulKernel* k : q32_kernels()) {
+    if (!runnable(*k)) continue;
+    for (int64_t n_in : {2048, 4096}) {
+      SCOPED_TRACE(kernel_label(*k) + " n_in=" + std::to_string(n_in));
+      const int64_t n_out = 80;
+      std::mt19937 rng(static_cast<uint32_t>(n_in));
+      const std::vector<uint8_t>& wq = cached_weights(k->weight_type, n_out, n_in);
+      const std::vector<float> x = make_activations(13, n_in, rng);
+      WeightMatrix w;
+      w.type = k->weight_type;
+      w.n_in = n_in;
+      w.n_out = n_out;
+      w.data = wq.data();
+      w.row_bytes = row_size(w.type, n_in);
+      auto packed = std::make_shared<PackedWeights>();
+      k->pack(w, *packed);
+      w.kernel = k;
+      w.packed = packed;
+      const size_t stride = (k->act_row_bytes(n_in) + 63) / 64 * 64;
+      AlignedBuf act(stride * 13);
+      for (int64_t t = 0; t < 13; t++) k->convert_act(&x[t * n_in], act.p + t * stride, n_in);
+      std::vector<float> alone(static_cast<size_t>(n_out));
+      k->compute(w, act.p, stride, 1, alone.data(), n_out, 0, n_out);
+      for (int64_t n_tokens : {2, 5, 13}) {
+        std::vector<float> batch(static_cast<size_t>(n_out * n_tokens));
+        k->compute(w, act.p, stride, n_tokens, batch.data(), n_out, 0, n_out);
+        EXPECT_EQ(std::memcmp(alone.data(), batch.data(), sizeof(float) * n_out), 0) << n_tokens << " tokens";
+      }
+    }
   }
 }
 

@@ -22,18 +22,35 @@
 namespace lumen {
 namespace {
 
+// A lone token's stream (decode): row groups per tile and block pairs its streams prefetch
+// ahead (Q32Prefetch::ahead). Each format chooses by the row length in blocks (nb).
+struct Q32Gemv {
+  int groups;
+  int64_t ahead;
+};
+
+// From this many blocks (4,096 elements: an FFN's down projection, wide attention outputs) a
+// row group of Q4_0 or IQ4_NL is 36 KiB or more, and a lone token's four group streams, each
+// prefetched 2 pairs ahead, read faster than one stream 24 pairs ahead; at 2,048-2,304
+// elements the runs were mixed (11% faster to 25% slower by shape and distance).
+// BM_Q32Matmul tokens:1 threads:2, medians of 5 alternations: Q4_0 5632 x 2048 0.131 -> 0.108
+// ms; 4096 / 5632 / 9216 x 4096: 242 -> 213, 309 -> 234, 492 -> 364 us. Decode (`lumen bench
+// -p 0 -n 32 -r 2`, medians of 6 alternations): TinyLlama Q4_0 78.9 -> 88.6 tok/s, Gemma 2 2B
+// Q4_0 37.3 -> 43.0; IQ4_NL (4 alternations) 90.2 -> 95.1. Q4_1 and Q5_0 gained ~1% in the
+// model (within noise) and were up to 1.5x slower in the micro-benchmark: one group for them.
+constexpr int64_t kQ32LongRowBlocks = 128;
+
 // ---- weight formats: how to get the two chunk vectors of pair p (elements 4p.. and 16+4p..) ----
 
 struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
   static constexpr int kActBias = 128;
-  static constexpr int kGemvGroups = 4;
   static constexpr int kGemvPairTokens = 2;  // from this many tokens, GEMV tiles take 2 groups
   // Block pairs a tile of 2+ tokens prefetches ahead of its streams (Q32Prefetch::ahead);
   // measured on the TinyLlama shapes at 2..9 tokens (lumen bench --verify-cost).
   static constexpr int64_t kStreamAhead = 2;
-  // Block pairs a lone token's stream prefetches ahead (Q32Prefetch::ahead). Q8_0's four-group
-  // stream gained nothing from 4 or 8 (one group 12 or 24 ahead: 0.85-0.9x of four).
-  static constexpr int64_t kGemvAhead = 0;
+  // Four groups, nothing prefetched: Q8_0's four-group stream gained nothing from 4 or 8 pairs
+  // ahead (one group 12 or 24 ahead: 0.85-0.9x of four).
+  static constexpr Q32Gemv gemv(int64_t) { return {4, 0}; }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     v0 = _mm512_load_si512(q + 64 * p);
     v1 = _mm512_load_si512(q + 64 * (p + 4));
@@ -43,14 +60,17 @@ struct Q32FmtQ8_0 : q32::Layout<GgmlType::Q8_0> {
 template <GgmlType T>
 struct Q32FmtNibbles : q32::Layout<T> {
   static constexpr int kActBias = q32::Layout<T>::kOffset;
-  static constexpr int kGemvGroups = 1;
   // Measured with the streams prefetched: 2 groups from 3 tokens (Q4_0 TinyLlama, 5 tokens:
   // 17.1 -> 14.2 ms a pass); without the prefetch they had slowed the 2-4 token streams.
   static constexpr int kGemvPairTokens = 3;
   static constexpr int64_t kStreamAhead = 6;
-  // 24 pairs (13.5 KiB) ahead of a lone token's one-group stream: TinyLlama Q4_0 decode ~1.2x
-  // (Q4_1 ~1.17x) in alternated runs; 6 and 12 gained less, 48 no more.
-  static constexpr int64_t kGemvAhead = 24;
+  // One group with 24 pairs (13.5 KiB) prefetched ahead: TinyLlama Q4_0 decode ~1.2x (Q4_1
+  // ~1.17x) in alternated runs; 6 and 12 gained less, 48 no more. Rows of Q4_0 from 4,096
+  // elements (kQ32LongRowBlocks) stream faster as four groups, each 2 pairs ahead.
+  static constexpr Q32Gemv gemv(int64_t nb) {
+    if (T == GgmlType::Q4_0 && nb >= kQ32LongRowBlocks) return {4, 2};
+    return {1, 24};
+  }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -64,10 +84,10 @@ using Q32FmtQ4_1 = Q32FmtNibbles<GgmlType::Q4_1>;
 template <GgmlType T>
 struct Q32FmtQ5 : q32::Layout<T> {
   static constexpr int kActBias = q32::Layout<T>::kOffset;
-  static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 6;  // as the nibbles (4 sequences of TinyLlama ~1.35x)
-  static constexpr int64_t kGemvAhead = 24;    // as the nibbles (TinyLlama decode ~1.2-1.3x)
+  // As the nibbles' one group (TinyLlama decode ~1.2-1.3x).
+  static constexpr Q32Gemv gemv(int64_t) { return {1, 24}; }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -83,10 +103,13 @@ using Q32FmtQ5_1 = Q32FmtQ5<GgmlType::Q5_1>;
 
 struct Q32FmtIq4nl : q32::Layout<GgmlType::IQ4_NL> {
   static constexpr int kActBias = 128;
-  static constexpr int kGemvGroups = 1;
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 6;  // as the nibbles (4 sequences of TinyLlama ~1.35x)
-  static constexpr int64_t kGemvAhead = 24;    // as the nibbles (TinyLlama decode ~1.2-1.3x)
+  // As Q4_0: one group (TinyLlama decode ~1.2-1.3x), four for long rows.
+  static constexpr Q32Gemv gemv(int64_t nb) {
+    if (nb >= kQ32LongRowBlocks) return {4, 2};
+    return {1, 24};
+  }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
     const __m512i table = _mm512_broadcast_i32x4(
@@ -171,12 +194,13 @@ inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a
 // The MatmulKernel::compute of format F.
 // Up to 12 tokens (decode, small batches, verification of draft tokens): each row group is
 // streamed once from DRAM, one group (or pair) at a time so each thread reads one sequential
-// stream (measured: several groups in flight slowed the nibble formats' streams; Q8_0's
-// single-token case gains a little from 4), with every token tile of up to 6 tokens run over
-// it back to back (the later tiles find the group in L1/L2). From F::kGemvPairTokens tokens
-// two groups share each activation broadcast (Q8_0 from 2 tokens: 4 sequences of TinyLlama
-// 133 -> 184 tok/s; nibble formats only at 6, where it helps). The first tile prefetches its
-// streams ahead (Q32Prefetch::ahead: F::kGemvAhead pairs for one token, else F::kStreamAhead),
+// stream (measured: several groups in flight slowed the nibble formats' streams; a lone token
+// takes F::gemv's groups: four for Q8_0, and for Q4_0's and IQ4_NL's long rows), with every
+// token tile of up to 6 tokens run over it back to back (the later tiles find the group in
+// L1/L2). From F::kGemvPairTokens tokens two groups share each activation broadcast (Q8_0 from
+// 2 tokens: 4 sequences of TinyLlama 133 -> 184 tok/s; nibble formats only at 6, where it
+// helps). The first tile prefetches its
+// streams ahead (Q32Prefetch::ahead: F::gemv's pairs for one token, else F::kStreamAhead),
 // across group boundaries up to the end of this call's rows.
 // More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
@@ -193,12 +217,13 @@ void q32_compute(const WeightMatrix& w, const uint8_t* act, size_t act_stride, i
     // Token tiles of even sizes: 7 tokens as 4 + 3, not 6 + 1.
     const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
     const int64_t tile = (n_tokens + n_tiles - 1) / n_tiles;
+    const Q32Gemv lone = F::gemv(nb);
     Q32Prefetch stream_pf;
-    stream_pf.ahead = n_tokens == 1 ? F::kGemvAhead : F::kStreamAhead;
+    stream_pf.ahead = n_tokens == 1 ? lone.ahead : F::kStreamAhead;
     stream_pf.end = base + g_end * group_bytes;
     for (int64_t g = g_begin; g < g_end;) {
       const uint8_t* gp = base + g * group_bytes;
-      if (n_tokens == 1 && F::kGemvGroups == 4 && g + 4 <= g_end) {
+      if (n_tokens == 1 && lone.groups == 4 && g + 4 <= g_end) {
         q32::tile<Q32Isa, F, 4, 1>(gp, group_bytes, nb, act, act_stride, y, ldy, g * kQ32GroupRows, r1, stream_pf);
         g += 4;
         continue;

@@ -174,4 +174,14 @@ std::string rewrite_gguf(const GgufFile& f, const std::string& out, const std::f
   return out;
 }
 
+WeightMatrix file_matrix(GgmlType type, const std::vector<uint8_t>& bytes, int64_t n_out, int64_t n_in) {
+  WeightMatrix w;
+  w.type = type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.data = bytes.data();
+  w.row_bytes = row_size(type, n_in);
+  return w;
+}
+
 }  // namespace lumen::test

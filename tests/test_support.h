@@ -58,6 +58,7 @@ bool sanitized_build();  // LUMEN_SANITIZED set: shrink the heaviest loops
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "kernels/matmul.h"
 
 namespace lumen {
 class GgufFile;
@@ -95,5 +96,9 @@ struct Completion {
   RequestTimings timings;
 };
 std::vector<Completion> drain_completions(RequestHandle& h);
+
+// The quantized matrix `bytes` (n_out rows of n_in, the file's layout) as a WeightMatrix, not
+// yet prepared for any kernel; it points into `bytes`.
+WeightMatrix file_matrix(GgmlType type, const std::vector<uint8_t>& bytes, int64_t n_out, int64_t n_in);
 
 }  // namespace lumen::test

@@ -21,6 +21,7 @@
 #include "kernels/kquant_pack.h"
 #include "kernels/matmul.h"
 #include "kernels/ref/matmul_ref.h"
+#include "test_support.h"
 
 namespace lumen {
 namespace {
@@ -156,12 +157,7 @@ void check_against_reference(const MatmulKernel& k, const Shape& s, uint32_t see
   SCOPED_TRACE(std::string(k.name) + " n_in=" + std::to_string(s.n_in) + " n_out=" + std::to_string(s.n_out) +
                " n_tokens=" + std::to_string(s.n_tokens) + " seed=" + std::to_string(seed));
   std::vector<uint8_t> wdata = random_weights(type, s.n_in, s.n_out, seed);
-  WeightMatrix w;
-  w.type = type;
-  w.n_in = s.n_in;
-  w.n_out = s.n_out;
-  w.data = wdata.data();
-  w.row_bytes = row_size(type, s.n_in);
+  WeightMatrix w = test::file_matrix(type, wdata, s.n_out, s.n_in);
   WeightMatrix wref = w;
   prepare_weights(w, k.isa);
   ASSERT_EQ(w.kernel, &k);
@@ -245,12 +241,7 @@ TEST_P(KquantKernel, MatmulDriverMatchesReference) {
   const GgmlType type = k.weight_type;
   const int64_t n_in = 768, n_out = 150, n_tokens = 9, ldx = n_in + 5, ldy = n_out + 2;
   std::vector<uint8_t> wdata = random_weights(type, n_in, n_out, 10 + static_cast<uint32_t>(type));
-  WeightMatrix w;
-  w.type = type;
-  w.n_in = n_in;
-  w.n_out = n_out;
-  w.data = wdata.data();
-  w.row_bytes = row_size(type, n_in);
+  WeightMatrix w = test::file_matrix(type, wdata, n_out, n_in);
   WeightMatrix wref = w;
   prepare_weights(w, k.isa);
   ASSERT_EQ(w.kernel, &k);

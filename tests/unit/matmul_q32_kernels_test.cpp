@@ -152,6 +152,14 @@ const std::vector<uint8_t>& cached_weights(GgmlType type, int64_t n_out, int64_t
   return w;
 }
 
+// w packed for kernel k directly (no dispatch).
+void pack_for(const MatmulKernel& k, WeightMatrix& w) {
+  auto packed = std::make_shared<PackedWeights>();
+  k.pack(w, *packed);
+  w.kernel = &k;
+  w.packed = packed;
+}
+
 // The kernel's rows are computed in calls of `chunk` rows (0: row_align x 1..3 by the seed, as
 // matmul() may split them; n_out: one call, so a lone token's stream takes four-group tiles).
 void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n_tokens, uint32_t seed,
@@ -165,12 +173,7 @@ void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n
 
   // Reference: the scalar kernel on the file layout.
   const MatmulKernel& ref = *reference_matmul_kernel(type);
-  WeightMatrix wr;
-  wr.type = type;
-  wr.n_in = n_in;
-  wr.n_out = n_out;
-  wr.data = wq.data();
-  wr.row_bytes = row_size(type, n_in);
+  const WeightMatrix wr = test::file_matrix(type, wq, n_out, n_in);
   const size_t ref_stride = ref.act_row_bytes(n_in);
   std::vector<uint8_t> ref_act(ref_stride * static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; t++) ref.convert_act(&x[t * n_in], ref_act.data() + t * ref_stride, n_in);
@@ -180,10 +183,7 @@ void check_product(const MatmulKernel& k, int64_t n_in, int64_t n_out, int64_t n
 
   // The kernel, with row ranges split the way matmul() splits them.
   WeightMatrix w = wr;
-  auto packed = std::make_shared<PackedWeights>();
-  k.pack(w, *packed);
-  w.kernel = &k;
-  w.packed = packed;
+  pack_for(k, w);
   const size_t stride = (k.act_row_bytes(n_in) + 63) / 64 * 64;
   AlignedBuf act(stride * static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; t++) k.convert_act(&x[t * n_in], act.p + t * stride, n_in);
@@ -296,16 +296,8 @@ TEST(MatmulQ32Kernels, ATokenGetsTheSameBitsAloneAndInABatch) {
       std::mt19937 rng(static_cast<uint32_t>(n_in));
       const std::vector<uint8_t>& wq = cached_weights(k->weight_type, n_out, n_in);
       const std::vector<float> x = make_activations(13, n_in, rng);
-      WeightMatrix w;
-      w.type = k->weight_type;
-      w.n_in = n_in;
-      w.n_out = n_out;
-      w.data = wq.data();
-      w.row_bytes = row_size(w.type, n_in);
-      auto packed = std::make_shared<PackedWeights>();
-      k->pack(w, *packed);
-      w.kernel = k;
-      w.packed = packed;
+      WeightMatrix w = test::file_matrix(k->weight_type, wq, n_out, n_in);
+      pack_for(*k, w);
       const size_t stride = (k->act_row_bytes(n_in) + 63) / 64 * 64;
       AlignedBuf act(stride * 13);
       for (int64_t t = 0; t < 13; t++) k->convert_act(&x[t * n_in], act.p + t * stride, n_in);
@@ -331,12 +323,7 @@ TEST(MatmulQ32Kernels, DispatchAndDriver) {
     const int64_t n_in = 256, n_out = 300, n_tokens = 9;
     std::vector<uint8_t> wq = make_weights(k->weight_type, n_out, n_in, rng);
     std::vector<float> x = make_activations(n_tokens, n_in, rng);
-    WeightMatrix w;
-    w.type = k->weight_type;
-    w.n_in = n_in;
-    w.n_out = n_out;
-    w.data = wq.data();
-    w.row_bytes = row_size(w.type, n_in);
+    WeightMatrix w = test::file_matrix(k->weight_type, wq, n_out, n_in);
     WeightMatrix wref = w;
     prepare_weights(w, k->isa);
     prepare_weights(wref, Isa::Scalar);

@@ -199,9 +199,8 @@ inline const uint8_t* q32_min_ptr(const uint8_t* a, const uint8_t* b) { return a
 // token tile of up to 6 tokens run over it back to back (the later tiles find the group in
 // L1/L2). From F::kGemvPairTokens tokens two groups share each activation broadcast (Q8_0 from
 // 2 tokens: 4 sequences of TinyLlama 133 -> 184 tok/s; nibble formats only at 6, where it
-// helps). The first tile prefetches its
-// streams ahead (Q32Prefetch::ahead: F::gemv's pairs for one token, else F::kStreamAhead),
-// across group boundaries up to the end of this call's rows.
+// helps). The first tile prefetches its streams ahead (Q32Prefetch::ahead: F::gemv's pairs for
+// one token, else F::kStreamAhead), across group boundaries up to the end of this call's rows.
 // More tokens: tiles of 2 groups x 6 tokens (24 accumulators, no spills) over row blocks whose
 // packed weights (~128 KiB) stay in L2 while every token tile passes over them.
 template <class F>

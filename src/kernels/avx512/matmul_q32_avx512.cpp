@@ -34,7 +34,8 @@ struct Q32Gemv {
 // prefetched 2 pairs ahead, read faster than one stream 24 pairs ahead; at 2,048-2,304
 // elements the runs were mixed (11% faster to 25% slower by shape and distance).
 // BM_Q32Matmul tokens:1 threads:2, medians of 5 alternations: Q4_0 5632 x 2048 0.131 -> 0.108
-// ms; 4096 / 5632 / 9216 x 4096: 242 -> 213, 309 -> 234, 492 -> 364 us. Decode (`lumen bench
+// ms; 4096 / 5632 / 9216 x 4096 (4 pairs ahead, within 5% of 2 on the TinyLlama shapes): 242 ->
+// 213, 309 -> 234, 492 -> 364 us. Decode (`lumen bench
 // -p 0 -n 32 -r 2`, medians of 6 alternations): TinyLlama Q4_0 78.9 -> 88.6 tok/s, Gemma 2 2B
 // Q4_0 37.3 -> 43.0; IQ4_NL (4 alternations) 90.2 -> 95.1. Q4_1 and Q5_0 gained ~1% in the
 // model (within noise) and were up to 1.5x slower in the micro-benchmark: one group for them.

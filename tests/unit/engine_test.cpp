@@ -4,7 +4,6 @@
 // with the matching seeds, cancellation and refusals are clean, and no KV block leaks.
 #include <gtest/gtest.h>
 
-
 #include <cmath>
 #include <utility>
 

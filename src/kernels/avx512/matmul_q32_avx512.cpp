@@ -35,11 +35,17 @@ struct Q32Gemv {
 // elements the runs were mixed (11% faster to 25% slower by shape and distance).
 // BM_Q32Matmul tokens:1 threads:2, medians of 5 alternations: Q4_0 5632 x 2048 0.131 -> 0.108
 // ms; 4096 / 5632 / 9216 x 4096 (4 pairs ahead, within 5% of 2 on the TinyLlama shapes): 242 ->
-// 213, 309 -> 234, 492 -> 364 us. Decode (`lumen bench
-// -p 0 -n 32 -r 2`, medians of 6 alternations): TinyLlama Q4_0 78.9 -> 88.6 tok/s, Gemma 2 2B
-// Q4_0 37.3 -> 43.0; IQ4_NL (4 alternations) 90.2 -> 95.1. Q4_1 and Q5_0 gained ~1% in the
-// model (within noise) and were up to 1.5x slower in the micro-benchmark: one group for them.
+// 213, 309 -> 234, 492 -> 364 us. Decode (`lumen bench -p 0 -n 32 -r 2`, medians of 6
+// alternations): TinyLlama Q4_0 78.9 -> 88.6 tok/s, Gemma 2 2B Q4_0 37.3 -> 43.0; IQ4_NL (4
+// alternations) 90.2 -> 95.1. Q4_1 and Q5_0 gained ~1% in the model (within noise) and were up
+// to 1.5x slower in the micro-benchmark: one group for them (kQ32OneStream).
 constexpr int64_t kQ32LongRowBlocks = 128;
+// One group 24 pairs (13.5 KiB) ahead: the nibble formats' lone-token stream (below).
+constexpr Q32Gemv kQ32OneStream{1, 24};
+// Q4_0's and IQ4_NL's lone-token stream: four groups 2 pairs ahead from kQ32LongRowBlocks blocks.
+constexpr Q32Gemv q32_gemv_by_row_length(int64_t nb) {
+  return nb >= kQ32LongRowBlocks ? Q32Gemv{4, 2} : kQ32OneStream;
+}
 
 // ---- weight formats: how to get the two chunk vectors of pair p (elements 4p.. and 16+4p..) ----
 
@@ -69,8 +75,7 @@ struct Q32FmtNibbles : q32::Layout<T> {
   // ~1.17x) in alternated runs; 6 and 12 gained less, 48 no more. Rows of Q4_0 from 4,096
   // elements (kQ32LongRowBlocks) stream faster as four groups, each 2 pairs ahead.
   static constexpr Q32Gemv gemv(int64_t nb) {
-    if (T == GgmlType::Q4_0 && nb >= kQ32LongRowBlocks) return {4, 2};
-    return {1, 24};
+    return T == GgmlType::Q4_0 ? q32_gemv_by_row_length(nb) : kQ32OneStream;
   }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -88,7 +93,7 @@ struct Q32FmtQ5 : q32::Layout<T> {
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 6;  // as the nibbles (4 sequences of TinyLlama ~1.35x)
   // As the nibbles' one group (TinyLlama decode ~1.2-1.3x).
-  static constexpr Q32Gemv gemv(int64_t) { return {1, 24}; }
+  static constexpr Q32Gemv gemv(int64_t) { return kQ32OneStream; }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), b4 = _mm512_set1_epi8(0x10);
     const __m512i raw = _mm512_load_si512(q + 64 * p);
@@ -107,10 +112,7 @@ struct Q32FmtIq4nl : q32::Layout<GgmlType::IQ4_NL> {
   static constexpr int kGemvPairTokens = 6;  // measured: 2 groups slow the 2-4 token streams
   static constexpr int64_t kStreamAhead = 6;  // as the nibbles (4 sequences of TinyLlama ~1.35x)
   // As Q4_0: one group (TinyLlama decode ~1.2-1.3x), four for long rows.
-  static constexpr Q32Gemv gemv(int64_t nb) {
-    if (nb >= kQ32LongRowBlocks) return {4, 2};
-    return {1, 24};
-  }
+  static constexpr Q32Gemv gemv(int64_t nb) { return q32_gemv_by_row_length(nb); }
   static inline void unpack(const uint8_t* q, int p, __m512i& v0, __m512i& v1) {
     // The 16 levels + 128 (all in 1..241), so lookups give unsigned quants with bias 128.
     const __m512i table = _mm512_broadcast_i32x4(

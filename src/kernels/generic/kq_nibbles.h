@@ -11,7 +11,8 @@
 // 32-element sub-block fits for Q4_K (|sum| <= 16 * 15 * 127 = 30480), half of one for Q5_K
 // (16 * 31 * 127 would not). Per block the float combination repeats the reference's order:
 //   y += (d * da) * isum;  y -= (dmin * da) * msum,  msum = sum_s min_s * bsum32_s (V::dot_i16),
-// so every ISA is bit-identical to it. A tile is kRows rows x T tokens (V::for_tiles picks T).
+// so every ISA is bit-identical to it. A tile is kRows rows x T tokens (V::for_tiles picks T),
+// or for a lone token kLoneGroups x kRows rows (V::for_lone_groups).
 //
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit.
 #pragma once
@@ -35,6 +36,8 @@ struct K4 {
   static constexpr size_t kMeta = 16 * kRows;  // 6-bit scales/mins (12R), fp16 d (2R), dmin (2R)
   // Main stream bytes per block: nibbles (128R), then for Q5_K the high bits (32R).
   static constexpr size_t kMain = (kQ5 ? 160 : 128) * kRows;
+  // Row groups a lone token streams side by side (KqBase::for_lone_groups).
+  static constexpr int kLoneGroups = 4;
 
   // Bit kBit of each qh byte moved to bit 4 (other bits are masked off by the caller).
   template <int kBit>
@@ -103,6 +106,27 @@ struct K4 {
     return V::mul_rounded(V::mul(dmin, da), V::to_float(msum));
   }
 
+  // acc[t] += one block of one row group (weights q, scales m) with token t's block a[t].
+  template <int T>
+  LUMEN_KQN_INLINE void block(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], F acc[T]) {
+    I sc[8], mp[4];
+    unpack_scales(m, sc, mp);
+    I isum[T];
+    for (int t = 0; t < T; t++) isum[t] = V::zero_i();
+    chunk<T, 0>(q, a, sc, isum);
+    chunk<T, 1>(q, a, sc, isum);
+    chunk<T, 2>(q, a, sc, isum);
+    chunk<T, 3>(q, a, sc, isum);
+    const F d = V::load_f16_rows(m + 12 * kRows);
+    const F dmin = V::load_f16_rows(m + 14 * kRows);
+    for (int t = 0; t < T; t++) {
+      const F da = V::bcast_f32(a[t] + kActD);
+      acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, da), V::to_float(isum[t])));
+      acc[t] = V::sub(acc[t], min_term(mp, dmin, da, a[t]));
+    }
+  }
+
+  // One row group x T tokens.
   template <int T>
   static void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
                    float* y, int64_t ldy, int n_rows) {
@@ -115,23 +139,32 @@ struct K4 {
       V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
       const uint8_t* a[T];
       for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
-      I sc[8], mp[4];
-      unpack_scales(m, sc, mp);
-      I isum[T];
-      for (int t = 0; t < T; t++) isum[t] = V::zero_i();
-      chunk<T, 0>(q, a, sc, isum);
-      chunk<T, 1>(q, a, sc, isum);
-      chunk<T, 2>(q, a, sc, isum);
-      chunk<T, 3>(q, a, sc, isum);
-      const F d = V::load_f16_rows(m + 12 * kRows);
-      const F dmin = V::load_f16_rows(m + 14 * kRows);
-      for (int t = 0; t < T; t++) {
-        const F da = V::bcast_f32(a[t] + kActD);
-        acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, da), V::to_float(isum[t])));
-        acc[t] = V::sub(acc[t], min_term(mp, dmin, da, a[t]));
-      }
+      block<T>(q, m, a, acc);
     }
     for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
+  }
+
+  // G row groups (gbytes apart from main) x a lone token, block b of each group in turn
+  // (V::for_lone_groups); rows_left: rows of the matrix from the first group's on.
+  template <int G>
+  static void lone_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, float* y,
+                        int64_t rows_left) {
+    F acc[G];
+    for (int g = 0; g < G; g++) acc[g] = V::zero();
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* const a[1] = {act + kActBlockBytes * static_cast<size_t>(b)};
+      for (int g = 0; g < G; g++) {
+        const uint8_t* q = main + gbytes * g + kMain * static_cast<size_t>(b);
+        const uint8_t* m = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
+        V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
+        V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
+        block<1>(q, m, a, &acc[g]);
+      }
+    }
+    for (int g = 0; g < G; g++) {
+      const int64_t left = rows_left - int64_t{kRows} * g;
+      V::store_rows(y + kRows * g, acc[g], left < kRows ? static_cast<int>(left) : kRows);
+    }
   }
 
   // Bytes of one row group (all blocks, 64-byte aligned) and where its meta stream starts.
@@ -143,6 +176,12 @@ struct K4 {
     const int64_t nb = w.n_in / kBlock;
     const size_t gbytes = group_bytes(nb);
     const uint8_t* base = w.packed.get()->data;
+    if (n_tokens == 1) {
+      V::template for_lone_groups<kLoneGroups>(r0, r1, [&]<int G>(int64_t g) {
+        lone_tile<G>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, y + g * kRows, r1 - g * kRows);
+      });
+      return;
+    }
     V::for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
       const uint8_t* main = base + gbytes * static_cast<size_t>(g);
       const uint8_t* meta = main + kMain * static_cast<size_t>(nb);

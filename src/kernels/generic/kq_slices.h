@@ -16,7 +16,8 @@
 // the wrapping adds may overflow on the way). Q2_K's minimums meet the activations' bsums16
 // through V::dot_i16. Per block y += (d * da) * isum (Q2_K: y -= (dmin * da) * msum),
 // the reference's float evaluation order, so every ISA is bit-identical to it.
-// A tile is kRows rows x T tokens (V::for_tiles picks T).
+// A tile is kRows rows x T tokens (V::for_tiles picks T), or for a lone token kLoneGroups x
+// kRows rows (V::for_lone_groups).
 //
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit,
 // so the linker can never hand baseline code an AVX-512 body.
@@ -45,6 +46,9 @@ struct Q2K {
     return V::zero_i();
   }
   static constexpr bool kHalvesOuter = false;  // loop order of the block's slices (as tuned)
+  // Row groups a lone token streams side by side, for groups of R rows (for_lone_groups).
+  template <int R>
+  static constexpr int kLoneGroups = 4;
 
   template <class V, int H, int J>
   LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I& wa, typename V::I& wb) {
@@ -66,6 +70,8 @@ struct Q3K {
   static constexpr int kCorrMul = -4;
   static constexpr bool kMins = false;
   static constexpr bool kHalvesOuter = false;
+  template <int R>
+  static constexpr int kLoneGroups = 4;
 
   // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
   template <class V, int kBit>
@@ -99,6 +105,10 @@ struct Q6K {
   static constexpr int kCorrMul = -32;
   static constexpr bool kMins = false;
   static constexpr bool kHalvesOuter = true;
+  // AVX-512's 16-row groups hold 3.4 KiB per block, and its decode was 0.91x with 4 streams,
+  // 0.92x with 3 (KqBase::for_lone_groups); AVX2's 8-row groups gained 1.48x with 4.
+  template <int R>
+  static constexpr int kLoneGroups = R >= 16 ? 1 : 4;
 
   // Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
   template <class V>
@@ -163,10 +173,55 @@ LUMEN_KQG_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
   for (int t = 0; t < T; t++) isum[t] = V::add_i(isum[t], V::add_i(V::scale_sums(acc_a[t], sa), V::scale_sums(acc_b[t], sb)));
 }
 
+// acc[t] += one block of one row group (weights q, scales m) with token t's block a[t].
+template <class V, class Fmt, int T>
+LUMEN_KQG_INLINE void slices_block(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], typename V::F acc[T]) {
+  using I = typename V::I;
+  using F = typename V::F;
+  I isum[T];
+  for (int t = 0; t < T; t++) isum[t] = V::zero_i();
+  if constexpr (Fmt::kHalvesOuter) {
+    for (int kh = 0; kh < 2; kh++) {
+      slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
+    }
+    for (int kh = 0; kh < 2; kh++) {
+      slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+    }
+  } else {
+    for (int kh = 0; kh < 2; kh++) {
+      slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
+      slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
+    }
+  }
+  const F d = V::load_f16_rows(m + 16 * V::kRows);
+  if constexpr (Fmt::kMins) {
+    // Minimums of groups 2p and 2p+1 as the two 16-bit halves of each row's lane.
+    I msum[T];
+    for (int t = 0; t < T; t++) msum[t] = V::zero_i();
+    for (int p = 0; p < 8; p++) {
+      const I mins = V::pair_high_nibbles(m + 2 * V::kRows * p);
+      for (int t = 0; t < T; t++) msum[t] = V::dot_i16(msum[t], mins, V::bcast32(a[t] + kActBsums16 + 4 * p));
+    }
+    const F dmin = V::load_f16_rows(m + 18 * V::kRows);
+    for (int t = 0; t < T; t++) {
+      const F da = V::bcast_f32(a[t] + kActD);
+      acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, da), V::to_float(isum[t])));
+      acc[t] = V::sub(acc[t], V::mul_rounded(V::mul(dmin, da), V::to_float(msum[t])));
+    }
+  } else {
+    for (int t = 0; t < T; t++)
+      acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, V::bcast_f32(a[t] + kActD)), V::to_float(isum[t])));
+  }
+}
+
+// One row group x T tokens.
 template <class V, class Fmt, int T>
 void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
                  int64_t ldy, int n_rows) {
-  using I = typename V::I;
   using F = typename V::F;
   constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
   F acc[T];
@@ -178,46 +233,33 @@ void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uin
     V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
     const uint8_t* a[T];
     for (int t = 0; t < T; t++) a[t] = act + stride * t + Fmt::kActBytes * static_cast<size_t>(b);
-    I isum[T];
-    for (int t = 0; t < T; t++) isum[t] = V::zero_i();
-    if constexpr (Fmt::kHalvesOuter) {
-      for (int kh = 0; kh < 2; kh++) {
-        slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
-        slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
-      }
-      for (int kh = 0; kh < 2; kh++) {
-        slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
-        slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
-      }
-    } else {
-      for (int kh = 0; kh < 2; kh++) {
-        slice_pair<V, Fmt, T, 0, 0>(q, m, a, kh, isum);
-        slice_pair<V, Fmt, T, 0, 2>(q, m, a, kh, isum);
-        slice_pair<V, Fmt, T, 1, 0>(q, m, a, kh, isum);
-        slice_pair<V, Fmt, T, 1, 2>(q, m, a, kh, isum);
-      }
-    }
-    const F d = V::load_f16_rows(m + 16 * V::kRows);
-    if constexpr (Fmt::kMins) {
-      // Minimums of groups 2p and 2p+1 as the two 16-bit halves of each row's lane.
-      I msum[T];
-      for (int t = 0; t < T; t++) msum[t] = V::zero_i();
-      for (int p = 0; p < 8; p++) {
-        const I mins = V::pair_high_nibbles(m + 2 * V::kRows * p);
-        for (int t = 0; t < T; t++) msum[t] = V::dot_i16(msum[t], mins, V::bcast32(a[t] + kActBsums16 + 4 * p));
-      }
-      const F dmin = V::load_f16_rows(m + 18 * V::kRows);
-      for (int t = 0; t < T; t++) {
-        const F da = V::bcast_f32(a[t] + kActD);
-        acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, da), V::to_float(isum[t])));
-        acc[t] = V::sub(acc[t], V::mul_rounded(V::mul(dmin, da), V::to_float(msum[t])));
-      }
-    } else {
-      for (int t = 0; t < T; t++)
-        acc[t] = V::add(acc[t], V::mul_rounded(V::mul(d, V::bcast_f32(a[t] + kActD)), V::to_float(isum[t])));
-    }
+    slices_block<V, Fmt, T>(q, m, a, acc);
   }
   for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
+}
+
+// G row groups (gbytes apart from main) x a lone token, block b of each group in turn
+// (V::for_lone_groups); rows_left: rows of the matrix from the first group's on.
+template <class V, class Fmt, int G>
+void slices_lone_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, float* y, int64_t rows_left) {
+  using F = typename V::F;
+  constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
+  F acc[G];
+  for (int g = 0; g < G; g++) acc[g] = V::zero();
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t* const a[1] = {act + Fmt::kActBytes * static_cast<size_t>(b)};
+    for (int g = 0; g < G; g++) {
+      const uint8_t* q = main + gbytes * g + kMain * static_cast<size_t>(b);
+      const uint8_t* m = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
+      V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
+      V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
+      slices_block<V, Fmt, 1>(q, m, a, &acc[g]);
+    }
+  }
+  for (int g = 0; g < G; g++) {
+    const int64_t left = rows_left - int64_t{V::kRows} * g;
+    V::store_rows(y + V::kRows * g, acc[g], left < V::kRows ? static_cast<int>(left) : V::kRows);
+  }
 }
 
 // The MatmulKernel entry points of format Fmt on ISA V (compute: the tiles of V::for_tiles).
@@ -230,6 +272,12 @@ struct SlicesKernel {
     const size_t gbytes =
         (static_cast<size_t>(nb) * (Fmt::kMainPerRow + Fmt::kMetaPerRow) * kRows + 63) / 64 * 64;
     const uint8_t* base = w.packed.get()->data;
+    if (n_tokens == 1) {
+      V::template for_lone_groups<Fmt::template kLoneGroups<kRows>>(r0, r1, [&]<int G>(int64_t g) {
+        slices_lone_tile<V, Fmt, G>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, y + g * kRows, r1 - g * kRows);
+      });
+      return;
+    }
     V::for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
       const uint8_t* main = base + gbytes * static_cast<size_t>(g);
       const uint8_t* meta = main + Fmt::kMainPerRow * kRows * static_cast<size_t>(nb);

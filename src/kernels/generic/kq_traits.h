@@ -58,6 +58,36 @@ struct KqBase : V {
     for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
   }
   static constexpr int kPrefetchBlocks = 1;
+  // A lone token (decode) reads every weight byte once, from DRAM, and one row group's stream,
+  // prefetched a block ahead, keeps little more than that block in flight (AVX-512 Q2_K: 1.3
+  // KiB; AVX2's 8-row groups half of it). Its tile therefore walks kGroups row groups side by
+  // side, a block of each in turn: kGroups streams. TinyLlama-shape decode on 2 threads, 4
+  // groups against 1 (`lumen bench -p 0 -n 32`, 4-8 alternations, medians of the ratios):
+  // AVX-512 Q2_K 1.48x, Q3_K 1.47x, Q4_K 1.00-1.09x (three sets), Q5_K 1.02-1.06x, Q6_K 0.91x
+  // (3 groups 0.92x); AVX2 Q3_K 1.29x, Q4_K 1.21x, Q6_K 1.48x. 2 groups were slower than 1 in
+  // the Q4_K and Q6_K micro-benchmarks. Each format says how many (its kLoneGroups).
+  // Runs tile.template operator()<G>(g) over the row groups of rows [r0, r1): kGroups at a time
+  // from g = r0 / kRows, then the remainder as one narrower tile.
+  template <int kGroups, class Fn>
+  LUMEN_KQT_INLINE void for_lone_groups(int64_t r0, int64_t r1, Fn&& tile) {
+    static_assert(kGroups >= 1 && kGroups <= 4);  // the remainders below
+    const int64_t g_end = (r1 + kRows - 1) / kRows;
+    int64_t g = r0 / kRows;
+    for (; g + kGroups <= g_end; g += kGroups) tile.template operator()<kGroups>(g);
+    switch (g_end - g) {
+      case 3:
+        if constexpr (kGroups > 3) tile.template operator()<3>(g);
+        break;
+      case 2:
+        if constexpr (kGroups > 2) tile.template operator()<2>(g);
+        break;
+      case 1:
+        tile.template operator()<1>(g);
+        break;
+      default:
+        break;
+    }
+  }
   // Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) and the token
   // tiles of [0, n_tokens): kTile tokens (at most 4), then the remainder as one narrower tile.
   // Groups go in batches whose weights fit about 256 KiB (L2), and each batch runs all token

@@ -106,7 +106,7 @@ struct Q6K {
   static constexpr bool kMins = false;
   static constexpr bool kHalvesOuter = true;
   // AVX-512's 16-row groups hold 3.4 KiB per block, and its decode was 0.91x with 4 streams,
-  // 0.92x with 3 (KqBase::for_lone_groups); AVX2's 8-row groups gained 1.48x with 4.
+  // 0.92x with 3 (KqBase::for_lone_groups); AVX2's 8-row groups gained 1.18-1.48x with 4.
   template <int R>
   static constexpr int kLoneGroups = R >= 16 ? 1 : 4;
 

@@ -62,10 +62,12 @@ struct KqBase : V {
   // prefetched a block ahead, keeps little more than that block in flight (AVX-512 Q2_K: 1.3
   // KiB; AVX2's 8-row groups half of it). Its tile therefore walks kGroups row groups side by
   // side, a block of each in turn: kGroups streams. TinyLlama-shape decode on 2 threads, 4
-  // groups against 1 (`lumen bench -p 0 -n 32`, 4-8 alternations, medians of the ratios):
-  // AVX-512 Q2_K 1.48x, Q3_K 1.47x, Q4_K 1.00-1.09x (three sets), Q5_K 1.02-1.06x, Q6_K 0.91x
-  // (3 groups 0.92x); AVX2 Q3_K 1.29x, Q4_K 1.21x, Q6_K 1.48x. 2 groups were slower than 1 in
-  // the Q4_K and Q6_K micro-benchmarks. Each format says how many (its kLoneGroups).
+  // groups against 1 (`lumen bench -p 0 -n 32`, 4-8 alternations per set, medians of the
+  // ratios): AVX-512 Q2_K 1.10-1.48x, Q3_K 1.16-1.47x, Q4_K 1.00-1.09x, Q5_K 0.94-1.06x (the
+  // low ends in a slow stretch of the memory, where either walk reaches it), Q6_K 0.91x (3
+  // groups 0.92x); AVX2 Q2_K 1.39x, Q3_K 1.29-1.35x, Q4_K 1.19-1.21x, Q5_K 1.04x, Q6_K
+  // 1.18-1.48x. 2 groups were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format
+  // says how many (its kLoneGroups; README, "Every weight format against the roofline").
   // Runs tile.template operator()<G>(g) over the row groups of rows [r0, r1): kGroups at a time
   // from g = r0 / kRows, then the remainder as one narrower tile.
   template <int kGroups, class Fn>

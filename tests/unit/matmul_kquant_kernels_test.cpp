@@ -188,13 +188,13 @@ void check_against_reference(const MatmulKernel& k, const Shape& s, uint32_t see
   expect_same(y, yref, s.n_out, s.n_tokens, ldy);
 }
 
-// The last shape has more row groups than fit one L2 batch of the GEMM loop. The lone-token
-// shapes after 4096 x 1 end their third range in tiles of 2 and 3 groups (of 16 and 8 rows)
-// whose last group is partial.
+// The last shape has more row groups than fit one L2 batch of the GEMM loop. The decode-sized
+// shapes of 87, 100 and 150 rows end their third range in tiles of 2 and 3 row groups (of 16
+// and 8 rows) whose last group is partial.
 const Shape kShapes[] = {
-    {256, 1, 1},   {256, 1, 33},   {512, 7, 3},    {768, 17, 2},  {256, 33, 7},   {1024, 40, 16},
-    {4096, 19, 5}, {256, 4096, 1}, {512, 87, 1},   {768, 150, 1}, {512, 100, 33}, {2816, 24, 4},
-    {4096, 150, 6},
+    {256, 1, 1},   {256, 1, 33},   {512, 7, 3},     {768, 17, 2},   {256, 33, 7},   {1024, 40, 16},
+    {4096, 19, 5}, {256, 4096, 1}, {512, 87, 1},    {768, 150, 1},  {768, 100, 2},  {1024, 150, 3},
+    {512, 87, 4},  {512, 100, 33}, {2816, 24, 4},   {4096, 150, 6},
 };
 
 // One test instance per (type, ISA); skipped when the CPU cannot run the ISA or no kernel for

@@ -11,8 +11,8 @@
 // 32-element sub-block fits for Q4_K (|sum| <= 16 * 15 * 127 = 30480), half of one for Q5_K
 // (16 * 31 * 127 would not). Per block the float combination repeats the reference's order:
 //   y += (d * da) * isum;  y -= (dmin * da) * msum,  msum = sum_s min_s * bsum32_s (V::dot_i16),
-// so every ISA is bit-identical to it. A tile is kRows rows x T tokens (V::for_tiles picks T),
-// or for a lone token kLoneGroups x kRows rows (V::for_lone_groups).
+// so every ISA is bit-identical to it. A tile is G row groups of kRows rows x T tokens: one group
+// (V::for_tiles picks T), or for a decode step's few tokens kStreamGroups (V::for_stream_groups).
 //
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit.
 #pragma once
@@ -36,8 +36,8 @@ struct K4 {
   static constexpr size_t kMeta = 16 * kRows;  // 6-bit scales/mins (12R), fp16 d (2R), dmin (2R)
   // Main stream bytes per block: nibbles (128R), then for Q5_K the high bits (32R).
   static constexpr size_t kMain = (kQ5 ? 160 : 128) * kRows;
-  // Row groups a lone token streams side by side (KqBase::for_lone_groups).
-  static constexpr int kLoneGroups = 4;
+  // Row groups a decode step streams side by side (KqBase::for_stream_groups).
+  static constexpr int kStreamGroups = 4;
 
   // Bit kBit of each qh byte moved to bit 4 (other bits are masked off by the caller).
   template <int kBit>
@@ -126,44 +126,28 @@ struct K4 {
     }
   }
 
-  // One row group x T tokens.
-  template <int T>
-  static void tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride,
-                   float* y, int64_t ldy, int n_rows) {
-    F acc[T];
-    for (int t = 0; t < T; t++) acc[t] = V::zero();
+  // G row groups (gbytes apart from main) x T tokens, block b of each group in turn: G weight
+  // streams (V::for_stream_groups). rows_left: rows of the matrix from the first group's on.
+  template <int G, int T>
+  static void tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
+                   int64_t ldy, int64_t rows_left) {
+    F acc[G][T];
+    for (int g = 0; g < G; g++)
+      for (int t = 0; t < T; t++) acc[g][t] = V::zero();
     for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* q = main + kMain * static_cast<size_t>(b);
-      const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
-      V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
-      V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
       const uint8_t* a[T];
       for (int t = 0; t < T; t++) a[t] = act + stride * t + kActBlockBytes * static_cast<size_t>(b);
-      block<T>(q, m, a, acc);
-    }
-    for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
-  }
-
-  // G row groups (gbytes apart from main) x a lone token, block b of each group in turn
-  // (V::for_lone_groups); rows_left: rows of the matrix from the first group's on.
-  template <int G>
-  static void lone_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, float* y,
-                        int64_t rows_left) {
-    F acc[G];
-    for (int g = 0; g < G; g++) acc[g] = V::zero();
-    for (int64_t b = 0; b < nb; b++) {
-      const uint8_t* const a[1] = {act + kActBlockBytes * static_cast<size_t>(b)};
       for (int g = 0; g < G; g++) {
         const uint8_t* q = main + gbytes * g + kMain * static_cast<size_t>(b);
         const uint8_t* m = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
         V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
         V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
-        block<1>(q, m, a, &acc[g]);
+        block<T>(q, m, a, acc[g]);
       }
     }
     for (int g = 0; g < G; g++) {
       const int64_t left = rows_left - int64_t{kRows} * g;
-      V::store_rows(y + kRows * g, acc[g], left < kRows ? static_cast<int>(left) : kRows);
+      for (int t = 0; t < T; t++) V::store_rows(y + ldy * t + kRows * g, acc[g][t], left < kRows ? static_cast<int>(left) : kRows);
     }
   }
 
@@ -176,18 +160,17 @@ struct K4 {
     const int64_t nb = w.n_in / kBlock;
     const size_t gbytes = group_bytes(nb);
     const uint8_t* base = w.packed.get()->data;
-    if (n_tokens == 1) {
-      V::template for_lone_groups<kLoneGroups>(r0, r1, [&]<int G>(int64_t g) {
-        lone_tile<G>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, y + g * kRows, r1 - g * kRows);
+    if (n_tokens <= V::kTileTokens) {  // a decode step: every weight read once, from DRAM
+      V::template for_stream_groups<kStreamGroups>(r0, r1, [&]<int G>(int64_t g) {
+        V::with_tokens(n_tokens, [&]<int T>() {
+          tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, stride, y + g * kRows, ldy, r1 - g * kRows);
+        });
       });
       return;
     }
     V::for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
-      const uint8_t* main = base + gbytes * static_cast<size_t>(g);
-      const uint8_t* meta = main + kMain * static_cast<size_t>(nb);
-      const int64_t left = r1 - g * kRows;
-      const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
-      tile<T>(main, meta, nb, act + stride * t, stride, y + g * kRows + ldy * t, ldy, n_rows);
+      tile<1, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride, y + g * kRows + ldy * t,
+                 ldy, r1 - g * kRows);
     });
   }
   static void convert(const float* x, uint8_t* dst, int64_t n_in) { V::convert_act(x, dst, n_in, 0); }

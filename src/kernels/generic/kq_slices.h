@@ -16,8 +16,8 @@
 // the wrapping adds may overflow on the way). Q2_K's minimums meet the activations' bsums16
 // through V::dot_i16. Per block y += (d * da) * isum (Q2_K: y -= (dmin * da) * msum),
 // the reference's float evaluation order, so every ISA is bit-identical to it.
-// A tile is kRows rows x T tokens (V::for_tiles picks T), or for a lone token kLoneGroups x
-// kRows rows (V::for_lone_groups).
+// A tile is G row groups of kRows rows x T tokens: one group (V::for_tiles picks T), or for a
+// decode step's few tokens kStreamGroups (V::for_stream_groups).
 //
 // Internal linkage (an unnamed namespace): each ISA's copy stays in its own translation unit,
 // so the linker can never hand baseline code an AVX-512 body.
@@ -46,9 +46,9 @@ struct Q2K {
     return V::zero_i();
   }
   static constexpr bool kHalvesOuter = false;  // loop order of the block's slices (as tuned)
-  // Row groups a lone token streams side by side, for groups of R rows (for_lone_groups).
+  // Row groups a decode step streams side by side, for groups of R rows (for_stream_groups).
   template <int R>
-  static constexpr int kLoneGroups = 4;
+  static constexpr int kStreamGroups = 4;
 
   template <class V, int H, int J>
   LUMEN_KQG_INLINE void weights(const uint8_t* q, int k, typename V::I& wa, typename V::I& wb) {
@@ -71,7 +71,7 @@ struct Q3K {
   static constexpr bool kMins = false;
   static constexpr bool kHalvesOuter = false;
   template <int R>
-  static constexpr int kLoneGroups = 4;
+  static constexpr int kStreamGroups = 4;
 
   // Bit kBit of each hmask byte moved to bit 2 (other bits are masked off by the caller).
   template <class V, int kBit>
@@ -106,9 +106,9 @@ struct Q6K {
   static constexpr bool kMins = false;
   static constexpr bool kHalvesOuter = true;
   // AVX-512's 16-row groups hold 3.4 KiB per block, and its decode was 0.91x with 4 streams,
-  // 0.92x with 3 (KqBase::for_lone_groups); AVX2's 8-row groups gained 1.18-1.48x with 4.
+  // 0.92x with 3 (KqBase::for_stream_groups); AVX2's 8-row groups gained 1.18-1.48x with 4.
   template <int R>
-  static constexpr int kLoneGroups = R >= 16 ? 1 : 4;
+  static constexpr int kStreamGroups = R >= 16 ? 1 : 4;
 
   // Byte vector j (0..2) of elements 128h + 32rr + 4k + i.
   template <class V>
@@ -218,47 +218,31 @@ LUMEN_KQG_INLINE void slices_block(const uint8_t* q, const uint8_t* m, const uin
   }
 }
 
-// One row group x T tokens.
-template <class V, class Fmt, int T>
-void slices_tile(const uint8_t* main, const uint8_t* meta, int64_t nb, const uint8_t* act, size_t stride, float* y,
-                 int64_t ldy, int n_rows) {
+// G row groups (gbytes apart from main) x T tokens, block b of each group in turn: G weight
+// streams (V::for_stream_groups). rows_left: rows of the matrix from the first group's on.
+template <class V, class Fmt, int G, int T>
+void slices_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, size_t stride, float* y,
+                 int64_t ldy, int64_t rows_left) {
   using F = typename V::F;
   constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
-  F acc[T];
-  for (int t = 0; t < T; t++) acc[t] = V::zero();
+  F acc[G][T];
+  for (int g = 0; g < G; g++)
+    for (int t = 0; t < T; t++) acc[g][t] = V::zero();
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* q = main + kMain * static_cast<size_t>(b);
-    const uint8_t* m = meta + kMeta * static_cast<size_t>(b);
-    V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
-    V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
     const uint8_t* a[T];
     for (int t = 0; t < T; t++) a[t] = act + stride * t + Fmt::kActBytes * static_cast<size_t>(b);
-    slices_block<V, Fmt, T>(q, m, a, acc);
-  }
-  for (int t = 0; t < T; t++) V::store_rows(y + ldy * t, acc[t], n_rows);
-}
-
-// G row groups (gbytes apart from main) x a lone token, block b of each group in turn
-// (V::for_lone_groups); rows_left: rows of the matrix from the first group's on.
-template <class V, class Fmt, int G>
-void slices_lone_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* act, float* y, int64_t rows_left) {
-  using F = typename V::F;
-  constexpr size_t kMain = Fmt::kMainPerRow * V::kRows, kMeta = Fmt::kMetaPerRow * V::kRows;
-  F acc[G];
-  for (int g = 0; g < G; g++) acc[g] = V::zero();
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t* const a[1] = {act + Fmt::kActBytes * static_cast<size_t>(b)};
     for (int g = 0; g < G; g++) {
       const uint8_t* q = main + gbytes * g + kMain * static_cast<size_t>(b);
       const uint8_t* m = main + gbytes * g + kMain * static_cast<size_t>(nb) + kMeta * static_cast<size_t>(b);
       V::prefetch(q + kMain * V::kPrefetchBlocks, kMain);
       V::prefetch(m + kMeta * V::kPrefetchBlocks, kMeta);
-      slices_block<V, Fmt, 1>(q, m, a, &acc[g]);
+      slices_block<V, Fmt, T>(q, m, a, acc[g]);
     }
   }
   for (int g = 0; g < G; g++) {
     const int64_t left = rows_left - int64_t{V::kRows} * g;
-    V::store_rows(y + V::kRows * g, acc[g], left < V::kRows ? static_cast<int>(left) : V::kRows);
+    for (int t = 0; t < T; t++)
+      V::store_rows(y + ldy * t + V::kRows * g, acc[g][t], left < V::kRows ? static_cast<int>(left) : V::kRows);
   }
 }
 
@@ -272,18 +256,18 @@ struct SlicesKernel {
     const size_t gbytes =
         (static_cast<size_t>(nb) * (Fmt::kMainPerRow + Fmt::kMetaPerRow) * kRows + 63) / 64 * 64;
     const uint8_t* base = w.packed.get()->data;
-    if (n_tokens == 1) {
-      V::template for_lone_groups<Fmt::template kLoneGroups<kRows>>(r0, r1, [&]<int G>(int64_t g) {
-        slices_lone_tile<V, Fmt, G>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, y + g * kRows, r1 - g * kRows);
+    if (n_tokens <= V::kTileTokens) {  // a decode step: every weight read once, from DRAM
+      V::template for_stream_groups<Fmt::template kStreamGroups<kRows>>(r0, r1, [&]<int G>(int64_t g) {
+        V::with_tokens(n_tokens, [&]<int T>() {
+          slices_tile<V, Fmt, G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, stride, y + g * kRows, ldy,
+                                    r1 - g * kRows);
+        });
       });
       return;
     }
     V::for_tiles(r0, r1, n_tokens, gbytes, [&]<int T>(int64_t g, int64_t t) {
-      const uint8_t* main = base + gbytes * static_cast<size_t>(g);
-      const uint8_t* meta = main + Fmt::kMainPerRow * kRows * static_cast<size_t>(nb);
-      const int64_t left = r1 - g * kRows;
-      const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
-      slices_tile<V, Fmt, T>(main, meta, nb, act + stride * t, stride, y + g * kRows + ldy * t, ldy, n_rows);
+      slices_tile<V, Fmt, 1, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act + stride * t, stride,
+                                y + g * kRows + ldy * t, ldy, r1 - g * kRows);
     });
   }
   static void convert(const float* x, uint8_t* dst, int64_t n_in) { V::convert_act(x, dst, n_in, Fmt::kCorrMul); }

@@ -58,20 +58,22 @@ struct KqBase : V {
     for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
   }
   static constexpr int kPrefetchBlocks = 1;
-  // A lone token (decode) reads every weight byte once, from DRAM, and one row group's stream,
-  // prefetched a block ahead, keeps little more than that block in flight (AVX-512 Q2_K: 1.3
-  // KiB; AVX2's 8-row groups half of it). Its tile therefore walks kGroups row groups side by
-  // side, a block of each in turn: kGroups streams. TinyLlama-shape decode on 2 threads, 4
-  // groups against 1 (`lumen bench -p 0 -n 32`, 4-8 alternations per set, medians of the
-  // ratios): AVX-512 Q2_K 1.10-1.48x, Q3_K 1.16-1.47x, Q4_K 1.00-1.09x, Q5_K 0.94-1.06x (the
-  // low ends in a slow stretch of the memory, where either walk reaches it), Q6_K 0.91x (3
+  // A decode step's few tokens (one token tile) read every weight byte once, from DRAM, and one
+  // row group's stream, prefetched a block ahead, keeps little more than that block in flight
+  // (AVX-512 Q2_K: 1.3 KiB; AVX2's 8-row groups half of it). Their tile therefore walks kGroups
+  // row groups side by side, a block of each in turn: kGroups streams. TinyLlama-shape decode on
+  // 2 threads, 4 groups against 1 (`lumen bench -p 0 -n 32`, 4-8 alternations per set, medians
+  // of the ratios): AVX-512 Q2_K 1.10-1.48x, Q3_K 1.16-1.47x, Q4_K 1.00-1.09x, Q5_K 0.94-1.06x
+  // (the low ends in a slow stretch of the memory, where either walk reaches it), Q6_K 0.91x (3
   // groups 0.92x); AVX2 Q2_K 1.39x, Q3_K 1.29-1.35x, Q4_K 1.19-1.21x, Q5_K 1.04x, Q6_K
-  // 1.18-1.48x. 2 groups were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format
-  // says how many (its kLoneGroups; README, "Every weight format against the roofline").
+  // 1.18-1.48x. Engine decode of 2 and 4 sequences (`--batch 2`/`4`, 3-4 alternations): AVX-512
+  // Q2_K 1.29x/1.04x, Q3_K -/1.11x, Q4_K 1.03x/1.03x; AVX2 Q3_K 1.09x, Q4_K 1.02x at 2. 2 groups
+  // were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format says how many (its
+  // kStreamGroups; README, "Every weight format against the roofline").
   // Runs tile.template operator()<G>(g) over the row groups of rows [r0, r1): kGroups at a time
   // from g = r0 / kRows, then the remainder as one narrower tile.
   template <int kGroups, class Fn>
-  LUMEN_KQT_INLINE void for_lone_groups(int64_t r0, int64_t r1, Fn&& tile) {
+  LUMEN_KQT_INLINE void for_stream_groups(int64_t r0, int64_t r1, Fn&& tile) {
     static_assert(kGroups >= 1 && kGroups <= 4);  // the remainders below
     const int64_t g_end = (r1 + kRows - 1) / kRows;
     int64_t g = r0 / kRows;
@@ -85,6 +87,26 @@ struct KqBase : V {
         break;
       case 1:
         tile.template operator()<1>(g);
+        break;
+      default:
+        break;
+    }
+  }
+  // Calls fn.template operator()<T>() with T = n_tokens, 1 <= n_tokens <= kTile.
+  template <class Fn>
+  LUMEN_KQT_INLINE void with_tokens(int64_t n_tokens, Fn&& fn) {
+    switch (n_tokens) {
+      case 1:
+        fn.template operator()<1>();
+        break;
+      case 2:
+        fn.template operator()<2>();
+        break;
+      case 3:
+        if constexpr (kTile >= 3) fn.template operator()<3>();
+        break;
+      case 4:
+        if constexpr (kTile >= 4) fn.template operator()<4>();
         break;
       default:
         break;

@@ -147,14 +147,16 @@ struct K4 {
     }
     for (int g = 0; g < G; g++) {
       const int64_t left = rows_left - int64_t{kRows} * g;
-      for (int t = 0; t < T; t++) V::store_rows(y + ldy * t + kRows * g, acc[g][t], left < kRows ? static_cast<int>(left) : kRows);
+      const int n_rows = left < kRows ? static_cast<int>(left) : kRows;
+      for (int t = 0; t < T; t++) V::store_rows(y + ldy * t + kRows * g, acc[g][t], n_rows);
     }
   }
 
   // Bytes of one row group (all blocks, 64-byte aligned) and where its meta stream starts.
   static size_t group_bytes(int64_t nb) { return (static_cast<size_t>(nb) * (kMain + kMeta) + 63) / 64 * 64; }
 
-  // The MatmulKernel entry points: compute over the tiles of V::for_tiles.
+  // The MatmulKernel entry points: compute over the tiles of V::for_stream_groups (a decode
+  // step) or V::for_tiles.
   static void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,
                       int64_t ldy, int64_t r0, int64_t r1) {
     const int64_t nb = w.n_in / kBlock;
@@ -163,7 +165,8 @@ struct K4 {
     if (n_tokens <= V::kTileTokens) {  // a decode step: every weight read once, from DRAM
       V::template for_stream_groups<kStreamGroups>(r0, r1, [&]<int G>(int64_t g) {
         V::with_tokens(n_tokens, [&]<int T>() {
-          tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, stride, y + g * kRows, ldy, r1 - g * kRows);
+          tile<G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, stride, y + g * kRows, ldy,
+                     r1 - g * kRows);
         });
       });
       return;

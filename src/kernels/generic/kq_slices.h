@@ -175,7 +175,8 @@ LUMEN_KQG_INLINE void slice_pair(const uint8_t* q, const uint8_t* m, const uint8
 
 // acc[t] += one block of one row group (weights q, scales m) with token t's block a[t].
 template <class V, class Fmt, int T>
-LUMEN_KQG_INLINE void slices_block(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T], typename V::F acc[T]) {
+LUMEN_KQG_INLINE void slices_block(const uint8_t* q, const uint8_t* m, const uint8_t* const a[T],
+                                   typename V::F acc[T]) {
   using I = typename V::I;
   using F = typename V::F;
   I isum[T];
@@ -241,12 +242,13 @@ void slices_tile(const uint8_t* main, size_t gbytes, int64_t nb, const uint8_t* 
   }
   for (int g = 0; g < G; g++) {
     const int64_t left = rows_left - int64_t{V::kRows} * g;
-    for (int t = 0; t < T; t++)
-      V::store_rows(y + ldy * t + V::kRows * g, acc[g][t], left < V::kRows ? static_cast<int>(left) : V::kRows);
+    const int n_rows = left < V::kRows ? static_cast<int>(left) : V::kRows;
+    for (int t = 0; t < T; t++) V::store_rows(y + ldy * t + V::kRows * g, acc[g][t], n_rows);
   }
 }
 
-// The MatmulKernel entry points of format Fmt on ISA V (compute: the tiles of V::for_tiles).
+// The MatmulKernel entry points of format Fmt on ISA V (compute: the tiles of
+// V::for_stream_groups for a decode step, else of V::for_tiles).
 template <class V, class Fmt>
 struct SlicesKernel {
   static void compute(const WeightMatrix& w, const uint8_t* act, size_t stride, int64_t n_tokens, float* y,

@@ -67,8 +67,8 @@ struct KqBase : V {
   // (the low ends in a slow stretch of the memory, where either walk reaches it), Q6_K 0.91x (3
   // groups 0.92x); AVX2 Q2_K 1.39x, Q3_K 1.29-1.35x, Q4_K 1.19-1.21x, Q5_K 1.04x, Q6_K
   // 1.18-1.48x. Engine decode of 2 and 4 sequences (`--batch 2`/`4`, 3-4 alternations): AVX-512
-  // Q2_K 1.29x/1.04x, Q3_K -/1.11x, Q4_K 1.03x/1.03x; AVX2 Q3_K 1.09x, Q4_K 1.02x at 2. 2 groups
-  // were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format says how many (its
+  // Q2_K 1.29x at 2 and 1.04x at 4, Q3_K 1.11x at 4, Q4_K 1.03x at both; AVX2 at 2 Q3_K 1.09x,
+  // Q4_K 1.02x. 2 groups were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format says how many (its
   // kStreamGroups; README, "Every weight format against the roofline").
   // Runs tile.template operator()<G>(g) over the row groups of rows [r0, r1): kGroups at a time
   // from g = r0 / kRows, then the remainder as one narrower tile.

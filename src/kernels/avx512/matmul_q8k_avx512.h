@@ -49,15 +49,6 @@ LUMEN_KQ_INLINE void pin(__m512i (*v)[T]) {
 inline constexpr int kGemmGroups = 2;
 inline constexpr int kGemmTokens = 6;
 
-// Calls fn.template operator()<N>() for the N in 1..kMax equal to n (nothing for other n).
-template <int kMax, class Fn>
-LUMEN_KQ_INLINE void with_count(int64_t n, Fn&& fn) {
-  if constexpr (kMax > 0) {
-    if (n == kMax) fn.template operator()<kMax>();
-    else with_count<kMax - 1>(n, fn);
-  }
-}
-
 // Runs tile.template operator()<G, T>(g, t0) over the row groups g of rows [r0, r1) in steps
 // of kGemmGroups (the last step may be narrower) and the token tiles of [0, n_tokens)
 // (kGemmTokens each, then the remainder). Groups go in L2-sized batches as in for_tiles.

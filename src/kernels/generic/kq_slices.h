@@ -260,7 +260,7 @@ struct SlicesKernel {
     const uint8_t* base = w.packed.get()->data;
     if (n_tokens <= V::kTileTokens) {  // a decode step: every weight read once, from DRAM
       V::template for_stream_groups<Fmt::template kStreamGroups<kRows>>(r0, r1, [&]<int G>(int64_t g) {
-        V::with_tokens(n_tokens, [&]<int T>() {
+        with_count<V::kTileTokens>(n_tokens, [&]<int T>() {
           slices_tile<V, Fmt, G, T>(base + gbytes * static_cast<size_t>(g), gbytes, nb, act, stride, y + g * kRows, ldy,
                                     r1 - g * kRows);
         });

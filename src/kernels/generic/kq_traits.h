@@ -17,6 +17,16 @@
 namespace lumen::kquant {
 namespace {
 
+// Calls fn.template operator()<N>() for the N in 1..kMax equal to n (nothing for other n): a
+// run-time count (of tokens, of row groups) to the tile compiled for it.
+template <int kMax, class Fn>
+LUMEN_KQT_INLINE void with_count(int64_t n, Fn&& fn) {
+  if constexpr (kMax > 0) {
+    if (n == kMax) fn.template operator()<kMax>();
+    else with_count<kMax - 1>(n, fn);
+  }
+}
+
 // kTile: the token tile of the GEMV path, the most tokens whose accumulators fit the ISA's
 // registers beside the weights and per-block sums.
 template <class V, int kGroupRows, int kTile>
@@ -68,49 +78,16 @@ struct KqBase : V {
   // groups 0.92x); AVX2 Q2_K 1.39x, Q3_K 1.29-1.35x, Q4_K 1.19-1.21x, Q5_K 1.04x, Q6_K
   // 1.18-1.48x. Engine decode of 2 and 4 sequences (`--batch 2`/`4`, 3-4 alternations): AVX-512
   // Q2_K 1.29x at 2 and 1.04x at 4, Q3_K 1.11x at 4, Q4_K 1.03x at both; AVX2 at 2 Q3_K 1.09x,
-  // Q4_K 1.02x. 2 groups were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format says how many (its
-  // kStreamGroups; README, "Every weight format against the roofline").
+  // Q4_K 1.02x. 2 groups were slower than 1 in the Q4_K and Q6_K micro-benchmarks. Each format
+  // says how many (its kStreamGroups; README, "Every weight format against the roofline").
   // Runs tile.template operator()<G>(g) over the row groups of rows [r0, r1): kGroups at a time
   // from g = r0 / kRows, then the remainder as one narrower tile.
   template <int kGroups, class Fn>
   LUMEN_KQT_INLINE void for_stream_groups(int64_t r0, int64_t r1, Fn&& tile) {
-    static_assert(kGroups >= 1 && kGroups <= 4);  // the remainders below
     const int64_t g_end = (r1 + kRows - 1) / kRows;
     int64_t g = r0 / kRows;
     for (; g + kGroups <= g_end; g += kGroups) tile.template operator()<kGroups>(g);
-    switch (g_end - g) {
-      case 3:
-        if constexpr (kGroups > 3) tile.template operator()<3>(g);
-        break;
-      case 2:
-        if constexpr (kGroups > 2) tile.template operator()<2>(g);
-        break;
-      case 1:
-        tile.template operator()<1>(g);
-        break;
-      default:
-        break;
-    }
-  }
-  // Calls fn.template operator()<T>() with T = n_tokens, 1 <= n_tokens <= kTile.
-  template <class Fn>
-  LUMEN_KQT_INLINE void with_tokens(int64_t n_tokens, Fn&& fn) {
-    switch (n_tokens) {
-      case 1:
-        fn.template operator()<1>();
-        break;
-      case 2:
-        fn.template operator()<2>();
-        break;
-      case 3:
-        if constexpr (kTile >= 3) fn.template operator()<3>();
-        break;
-      case 4:
-        if constexpr (kTile >= 4) fn.template operator()<4>();
-        break;
-      default:
-        break;
-    }
+    with_count<kGroups - 1>(g_end - g, [&]<int G>() { tile.template operator()<G>(g); });
   }
   // Runs tile.template operator()<T>(g, t0) over the row groups g of rows [r0, r1) and the token
   // tiles of [0, n_tokens): kTile tokens (at most 4), then the remainder as one narrower tile.
@@ -126,21 +103,8 @@ struct KqBase : V {
       int64_t t = 0;
       for (; t + kTile <= n_tokens; t += kTile)
         for (int64_t g = gb; g < ge; g++) tile.template operator()<kTile>(g, t);
-      for (int64_t g = gb; g < ge; g++) {
-        switch (n_tokens - t) {  // the remainder: 1..kTile - 1 tokens (only those widths exist)
-          case 3:
-            if constexpr (kTile > 3) tile.template operator()<3>(g, t);
-            break;
-          case 2:
-            if constexpr (kTile > 2) tile.template operator()<2>(g, t);
-            break;
-          case 1:
-            tile.template operator()<1>(g, t);
-            break;
-          default:
-            break;
-        }
-      }
+      for (int64_t g = gb; g < ge; g++)  // the remainder: 1..kTile - 1 tokens
+        with_count<kTile - 1>(n_tokens - t, [&]<int T>() { tile.template operator()<T>(g, t); });
     }
   }
 };
